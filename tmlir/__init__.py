@@ -1,0 +1,14 @@
+"""tmlir: a deep learning compiler on xDSL with Hidet's task-mapping programming paradigm."""
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str):  # lazy: importing tmlir must not import xDSL or onnx
+    if name == "InferenceSession":
+        from tmlir.runtime.session import InferenceSession
+
+        return InferenceSession
+    raise AttributeError(f"module 'tmlir' has no attribute {name!r}")
+
+
+__all__ = ["InferenceSession", "__version__"]

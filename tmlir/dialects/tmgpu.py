@@ -1,0 +1,277 @@
+"""The ``tmgpu`` dialect: the GPU level, one step above CUDA C.
+
+Task mappings are gone: kernels compute with ``scf``/``arith``/``math`` and access
+``memref``s; what remains are the CUDA concepts themselves — thread and block ids, shared
+and per-thread (register) arrays, block barriers — and, on the host side, device buffers
+and the ordered launches with their grid and block sizes.
+
+    tmgpu.kernel @relu_0(%x: memref<8x10xf32>, %y: memref<8x10xf32>) block(256) {
+      %tid = tmgpu.thread_id x
+      %bid = tmgpu.block_id x
+      ...
+      tmgpu.barrier
+    }
+    func.func @main(%x: memref<8x10xf32>, %y: memref<8x10xf32>) {
+      tmgpu.launch @relu_0(%x, %y) grid(1) block(256) : memref<8x10xf32>, memref<8x10xf32>
+      func.return
+    }
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import IndexType, IntAttr, MemRefType, StringAttr, SymbolRefAttr
+from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure, SymbolOpInterface
+from xdsl.utils.exceptions import VerifyException
+
+from tmlir.dialects._syntax import (
+    enclosing,
+    memref_shape,
+    parse_int_in_parens,
+    parse_kernel_header,
+    parse_trailing_attrs_and_region,
+    print_kernel_header,
+)
+from tmlir.dialects.tm import MAX_THREADS_PER_BLOCK, verify_launch
+
+DIMS = ("x", "y", "z")
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """A ``__global__`` function; ``block`` is its thread count (``__launch_bounds__``)."""
+
+    name = "tmgpu.kernel"
+    sym_name = prop_def(StringAttr)
+    block = prop_def(IntAttr)
+    body = region_def("single_block")
+    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), NoTerminator())
+
+    def __init__(
+        self, name: str, arg_types: Sequence[Attribute], block: int,
+        attributes: dict[str, Attribute] | None = None,
+    ) -> None:
+        super().__init__(
+            properties={"sym_name": StringAttr(name), "block": IntAttr(block)},
+            regions=[Region(Block(arg_types=arg_types))],
+            attributes=attributes or {},
+        )
+
+    def verify_(self) -> None:
+        if not 1 <= self.block.data <= MAX_THREADS_PER_BLOCK:
+            raise VerifyException(
+                f"kernel @{self.sym_name.data}: block must be in [1, {MAX_THREADS_PER_BLOCK}]"
+            )
+        for arg in self.body.block.args:
+            memref_shape(arg.type, f"kernel @{self.sym_name.data} argument")
+
+    def print(self, printer: Printer) -> None:
+        print_kernel_header(printer, self, self.sym_name.data, f"block({self.block.data})")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> KernelOp:
+        name, args = parse_kernel_header(parser)
+        block = parse_int_in_parens(parser, "block")
+        attrs, region = parse_trailing_attrs_and_region(parser, args)
+        return cls.create(
+            properties={"sym_name": StringAttr(name), "block": block},
+            regions=[region],
+            attributes=attrs,
+        )
+
+
+class SpecialIdOp(IRDLOperation):
+    """A CUDA built-in id along one dimension."""
+
+    dim = prop_def(StringAttr)
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+
+    def __init__(self, dim: str = "x") -> None:
+        super().__init__(properties={"dim": StringAttr(dim)}, result_types=[IndexType()])
+
+    def verify_(self) -> None:
+        if self.dim.data not in DIMS:
+            raise VerifyException(f"dimension must be one of x, y, z, got '{self.dim.data}'")
+        if enclosing(self, KernelOp) is None:
+            raise VerifyException(f"'{self.name}' must be inside a tmgpu.kernel")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.dim.data}")
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        dim = parser.parse_keyword_in(DIMS, " (dimension)")
+        attrs = parser.parse_optional_attr_dict()
+        return cls.create(
+            properties={"dim": StringAttr(dim)}, result_types=[IndexType()], attributes=attrs
+        )
+
+
+@irdl_op_definition
+class ThreadIdOp(SpecialIdOp):
+    """``threadIdx.<dim>``"""
+
+    name = "tmgpu.thread_id"
+
+
+@irdl_op_definition
+class BlockIdOp(SpecialIdOp):
+    """``blockIdx.<dim>``"""
+
+    name = "tmgpu.block_id"
+
+
+class KernelAllocOp(IRDLOperation):
+    result = result_def(MemRefType)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, type: MemRefType) -> None:
+        super().__init__(result_types=[type])
+
+    def verify_(self) -> None:
+        memref_shape(self.result.type, "buffer")
+        if enclosing(self, KernelOp) is None:
+            raise VerifyException(f"'{self.name}' must be inside a tmgpu.kernel")
+
+
+@irdl_op_definition
+class SharedAllocOp(KernelAllocOp):
+    """A ``__shared__`` array of the block."""
+
+    name = "tmgpu.shared_alloc"
+
+
+@irdl_op_definition
+class LocalAllocOp(KernelAllocOp):
+    """A per-thread array (registers when indexed by constants)."""
+
+    name = "tmgpu.local_alloc"
+
+
+@irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """``__syncthreads()``"""
+
+    name = "tmgpu.barrier"
+    assembly_format = "attr-dict"
+
+    def verify_(self) -> None:
+        if enclosing(self, KernelOp) is None:
+            raise VerifyException("'tmgpu.barrier' must be inside a tmgpu.kernel")
+
+
+@irdl_op_definition
+class AllocOp(IRDLOperation):
+    """Host side: a device buffer for an intermediate result."""
+
+    name = "tmgpu.alloc"
+    result = result_def(MemRefType)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, type: MemRefType) -> None:
+        super().__init__(result_types=[type])
+
+    def verify_(self) -> None:
+        memref_shape(self.result.type, "device buffer")
+        if enclosing(self, KernelOp) is not None:
+            raise VerifyException("'tmgpu.alloc' is a host operation, not allowed in a kernel")
+
+
+@irdl_op_definition
+class WeightOp(IRDLOperation):
+    """Host side: the device buffer holding the named weight of the side table."""
+
+    name = "tmgpu.weight"
+    weight_name = prop_def(StringAttr, prop_name="name")
+    result = result_def(MemRefType)
+    traits = traits_def(Pure())
+    assembly_format = "$name attr-dict `:` type($result)"
+
+    def __init__(self, name: str, type: MemRefType) -> None:
+        super().__init__(properties={"name": StringAttr(name)}, result_types=[type])
+
+
+@irdl_op_definition
+class LaunchOp(IRDLOperation):
+    """Host side: ``kernel<<<grid, block>>>(args...)``, ordered after earlier launches."""
+
+    name = "tmgpu.launch"
+    kernel = prop_def(SymbolRefAttr)
+    grid = prop_def(IntAttr)
+    block = prop_def(IntAttr)
+    args = var_operand_def(MemRefType)
+
+    def __init__(self, kernel: str, args: Sequence[SSAValue], grid: int, block: int) -> None:
+        super().__init__(
+            operands=[args],
+            properties={"kernel": SymbolRefAttr(kernel), "grid": IntAttr(grid), "block": IntAttr(block)},
+        )
+
+    def verify_(self) -> None:
+        verify_launch(self, self.kernel, self.args, KernelOp)
+        if self.grid.data < 1:
+            raise VerifyException("grid must be >= 1")
+        callee = self.get_toplevel_object()
+        from xdsl.traits import SymbolTable
+
+        kernel = SymbolTable.lookup_symbol(callee, self.kernel)
+        assert isinstance(kernel, KernelOp)
+        if kernel.block.data != self.block.data:
+            raise VerifyException(
+                f"launch block({self.block.data}) differs from the kernel's block({kernel.block.data})"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.kernel)
+        printer.print_string("(")
+        printer.print_list(self.args, printer.print_ssa_value)
+        printer.print_string(f") grid({self.grid.data}) block({self.block.data})")
+        printer.print_op_attributes(self.attributes)
+        if self.args:
+            printer.print_string(" : ")
+            printer.print_list([a.type for a in self.args], printer.print_attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LaunchOp:
+        kernel = parser.parse_attribute()
+        if not isinstance(kernel, SymbolRefAttr):
+            parser.raise_error("expected a kernel symbol like @name")
+        args = parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
+        grid = parse_int_in_parens(parser, "grid")
+        block = parse_int_in_parens(parser, "block")
+        attrs = parser.parse_optional_attr_dict()
+        types = []
+        if args:
+            parser.parse_punctuation(":")
+            types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+        return cls.create(
+            operands=parser.resolve_operands(args, types, parser.pos),
+            properties={"kernel": kernel, "grid": grid, "block": block},
+            attributes=attrs,
+        )
+
+
+TMGPU = Dialect(
+    "tmgpu",
+    [KernelOp, ThreadIdOp, BlockIdOp, SharedAllocOp, LocalAllocOp, BarrierOp, AllocOp,
+     WeightOp, LaunchOp],
+    [],
+)

@@ -1,0 +1,74 @@
+"""Where tm-opt and the Python API find the project's dialects, passes and targets.
+
+Adding a pass or a dialect is adding one file: every module ``tmlir/passes/<snake>.py``
+defines the pass named ``<snake with dashes>``, and every ``tmlir/dialects/<name>.py``
+defines a ``Dialect`` named ``<name>``. Nothing is imported until it is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+from xdsl.passes import ModulePass
+from xdsl.utils.target import Target
+
+import tmlir.dialects
+import tmlir.passes
+
+
+def _modules(package) -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_"))
+
+
+def _load_dialect(module_name: str) -> Dialect:
+    module = importlib.import_module(f"tmlir.dialects.{module_name}")
+    dialects = [v for v in vars(module).values() if isinstance(v, Dialect)]
+    (dialect,) = [d for d in dialects if d.name == module_name]
+    return dialect
+
+
+def _load_pass(module_name: str) -> type[ModulePass]:
+    module = importlib.import_module(f"tmlir.passes.{module_name}")
+    name = module_name.replace("_", "-")
+    for value in vars(module).values():
+        if isinstance(value, type) and issubclass(value, ModulePass) and value.name == name:
+            return value
+    raise LookupError(f"tmlir/passes/{module_name}.py defines no pass named '{name}'")
+
+
+def project_dialects() -> dict[str, Callable[[], Dialect]]:
+    """Dialect name -> lazy loader, one per file of tmlir/dialects/."""
+    return {name: (lambda n=name: _load_dialect(n)) for name in _modules(tmlir.dialects)}
+
+
+def project_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """Pass name -> lazy loader, one per file of tmlir/passes/."""
+    return {
+        name.replace("_", "-"): (lambda n=name: _load_pass(n))
+        for name in _modules(tmlir.passes)
+    }
+
+
+def project_targets() -> dict[str, Callable[[], type[Target]]]:
+    """Target name -> lazy loader."""
+
+    def cuda() -> type[Target]:
+        from tmlir.backends.cuda_c import CudaTarget
+
+        return CudaTarget
+
+    return {"cuda": cuda}
+
+
+def make_context():
+    """A Context with xDSL's dialects and the project's, for parsing and passes."""
+    from xdsl.context import Context
+    from xdsl.dialects import get_all_dialects
+
+    ctx = Context()
+    for name, loader in {**get_all_dialects(), **project_dialects()}.items():
+        ctx.register_dialect(name, loader)
+    return ctx
