@@ -34,7 +34,7 @@ def _load_pass(module_name: str) -> type[ModulePass]:
     module = importlib.import_module(f"tmlir.passes.{module_name}")
     name = module_name.replace("_", "-")
     for value in vars(module).values():
-        if isinstance(value, type) and issubclass(value, ModulePass) and value.name == name:
+        if isinstance(value, type) and issubclass(value, ModulePass) and getattr(value, "name", None) == name:
             return value
     raise LookupError(f"tmlir/passes/{module_name}.py defines no pass named '{name}'")
 

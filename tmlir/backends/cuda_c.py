@@ -1,0 +1,442 @@
+"""The ``cuda`` target: tmgpu-level IR to CUDA C text plus launch metadata.
+
+Each ``tmgpu.kernel`` becomes an ``extern "C" __global__`` function headed by a comment
+naming its schedule template and parameters; the host ``func.func`` becomes the launch
+plan (:class:`CudaProgram`: buffers and ordered launches) and, for nvcc users, a host
+function guarded by ``#if defined(__CUDACC__) && !defined(__CUDACC_RTC__)`` so that NVRTC
+and the emu backend's g++ never see it. Pure arithmetic used once is inlined into the
+expression that uses it; values with IR names become named variables, so the text reads
+like hand-written CUDA. Kernel pointer parameters are ``__restrict__``: the compiler never
+passes one buffer twice to a kernel. Indices are ``int`` (buffers are < 2^31 elements).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from dataclasses import dataclass, field
+from typing import IO, ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, math as xmath, memref, scf
+from xdsl.dialects.builtin import (
+    DictionaryAttr,
+    Float32Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.utils.exceptions import DiagnosticException
+from xdsl.utils.target import Target
+
+from tmlir.backends.kernel_abi import KernelParam, KernelSignature
+from tmlir.dialects import tmgpu
+
+_BINARY = {
+    arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivUIOp: "/",
+    arith.DivSIOp: "/", arith.RemUIOp: "%", arith.RemSIOp: "%", arith.AndIOp: "&&",
+    arith.OrIOp: "||", arith.AddfOp: "+", arith.SubfOp: "-", arith.MulfOp: "*",
+    arith.DivfOp: "/",
+}
+_CMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
+        "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
+_CMPF = {"oeq": "==", "one": "!=", "olt": "<", "ole": "<=", "ogt": ">", "oge": ">=",
+         "ueq": "==", "une": "!=", "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
+_CALLS = {
+    xmath.ExpOp: "expf", xmath.TanhOp: "tanhf", xmath.LogOp: "logf", xmath.SqrtOp: "sqrtf",
+    xmath.AbsFOp: "fabsf", xmath.ErfOp: "erff", xmath.PowFOp: "powf", xmath.FloorOp: "floorf",
+    xmath.CeilOp: "ceilf", xmath.RsqrtOp: "rsqrtf", arith.MaximumfOp: "fmaxf",
+    arith.MinimumfOp: "fminf", arith.MaxnumfOp: "fmaxf", arith.MinnumfOp: "fminf",
+}
+_PURE = (*_BINARY, arith.CmpiOp, arith.CmpfOp, arith.SelectOp, arith.NegfOp,
+         arith.ConstantOp, arith.IndexCastOp, *_CALLS)
+
+
+class CudaEmitError(DiagnosticException):
+    """The IR contains something the CUDA printer cannot express."""
+
+
+def c_type(type: Attribute) -> str:
+    if isinstance(type, IndexType):
+        return "int"
+    if isinstance(type, Float32Type):
+        return "float"
+    if isinstance(type, IntegerType):
+        return {1: "bool", 32: "int", 64: "long long"}.get(type.width.data, "")
+    raise CudaEmitError(f"the CUDA printer does not support the type {type}")
+
+
+def float_literal(value: float) -> str:
+    if math.isnan(value) or math.isinf(value):
+        bits = struct.unpack("<I", struct.pack("<f", value))[0]
+        return f"__int_as_float(0x{bits:08x})"
+    text = repr(float(value))
+    return f"{text}f" if ("." in text or "e" in text) else f"{text}.0f"
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """A kernel of the program: signature, threads per block, schedule template."""
+
+    signature: KernelSignature
+    block: int
+    template: str
+    params: dict[str, int | float | str]
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """A device buffer of the launch plan. `kind`: input, output, weight or temp."""
+
+    name: str
+    shape: tuple[int, ...]
+    kind: str
+    source: str  # ONNX input/output name, weight name, or "" for temps
+    dtype: str = "float32"
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """One kernel launch; `args` index into CudaProgram.buffers."""
+
+    kernel: str
+    grid: int
+    block: int
+    args: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class CudaProgram:
+    """CUDA C source and everything needed to run it."""
+
+    source: str
+    kernels: tuple[KernelInfo, ...]
+    buffers: tuple[BufferSpec, ...]
+    launches: tuple[LaunchSpec, ...]
+
+    def kernel(self, name: str) -> KernelInfo:
+        return next(k for k in self.kernels if k.signature.name == name)
+
+
+@dataclass
+class _Names:
+    """Unique C identifiers from IR name hints."""
+
+    used: set[str] = field(default_factory=set)
+
+    def fresh(self, hint: str | None, prefix: str = "v") -> str:
+        base = re.sub(r"[^A-Za-z0-9_]", "_", hint) if hint else prefix
+        if not re.match(r"[A-Za-z_]", base):
+            base = f"{prefix}{base}"
+        name, n = base, 1
+        while name in self.used or name in _RESERVED:
+            name, n = f"{base}_{n}", n + 1
+        self.used.add(name)
+        return name
+
+
+_RESERVED = {"int", "float", "bool", "for", "if", "else", "return", "const", "void", "char",
+             "double", "long", "short", "unsigned", "signed", "auto", "break", "continue",
+             "case", "default", "do", "while", "switch", "static", "struct", "union"}
+
+
+class _KernelPrinter:
+    """Prints one tmgpu.kernel as a CUDA C function."""
+
+    def __init__(self, kernel: tmgpu.KernelOp) -> None:
+        self.kernel = kernel
+        self.names = _Names()
+        self.values: dict[SSAValue, str] = {}
+        self.lines: list[str] = []
+        self.indent = 1
+
+    def emit(self, line: str) -> None:
+        self.lines.append("  " * self.indent + line)
+
+    def signature(self) -> KernelSignature:
+        params = []
+        stored = {op.memref for op in self.kernel.walk() if isinstance(op, memref.StoreOp)}
+        for arg in self.kernel.body.block.args:
+            name = self.names.fresh(arg.name_hint, "arg")
+            self.values[arg] = name
+            elem = c_type(arg.type.element_type)
+            params.append(KernelParam(name, f"{elem}*" if arg in stored else f"const {elem}*"))
+        return KernelSignature(self.kernel.sym_name.data, tuple(params))
+
+    def print(self) -> tuple[KernelSignature, str]:
+        sig = self.signature()
+        self.print_block(self.kernel.body.block)
+        params = ", ".join(f"{p.ctype} __restrict__ {p.name}" for p in sig.params)
+        header = _kernel_comment(self.kernel)
+        text = (f"{header}extern \"C\" __global__ void __launch_bounds__({self.kernel.block.data}) "
+                f"{sig.name}({params}) {{\n" + "\n".join(self.lines) + "\n}\n")
+        return sig, text
+
+    # ---- expressions ---------------------------------------------------------------
+    def inlined(self, value: SSAValue) -> bool:
+        op = value.owner
+        if isinstance(op, arith.ConstantOp):
+            return True
+        if not isinstance(op, _PURE) or value.name_hint is not None:
+            return False
+        uses = list(value.uses)
+        return len(uses) == 1 and uses[0].operation.parent_block() is op.parent_block()
+
+    def expr(self, value: SSAValue) -> str:
+        if value in self.values:
+            return self.values[value]
+        op = value.owner
+        assert isinstance(op, Operation), f"unprinted value {value}"
+        return self.op_expr(op)
+
+    def op_expr(self, op: Operation) -> str:
+        e = self.expr
+        match op:
+            case arith.ConstantOp():
+                value = op.value
+                if isinstance(value, FloatAttr):
+                    return float_literal(value.value.data)
+                if isinstance(value, IntegerAttr):
+                    return ("true" if value.value.data else "false") if c_type(value.type) == "bool" \
+                        else str(value.value.data)
+            case arith.CmpiOp():
+                return f"({e(op.lhs)} {_CMP[arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]]} {e(op.rhs)})"
+            case arith.CmpfOp():
+                return f"({e(op.lhs)} {_CMPF[arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]]} {e(op.rhs)})"
+            case arith.SelectOp():
+                return f"({e(op.cond)} ? {e(op.lhs)} : {e(op.rhs)})"
+            case arith.NegfOp():
+                return f"(-{e(op.operand)})"
+            case arith.IndexCastOp():
+                return f"(({c_type(op.result.type)}){e(op.input)})"
+            case _ if type(op) in _BINARY:
+                return f"({e(op.operands[0])} {_BINARY[type(op)]} {e(op.operands[1])})"
+            case _ if type(op) in _CALLS:
+                return f"{_CALLS[type(op)]}({', '.join(e(o) for o in op.operands)})"
+        raise CudaEmitError(f"the CUDA printer does not support '{op.name}'")
+
+    def bind(self, value: SSAValue, text: str, *, const: bool = True) -> None:
+        name = self.names.fresh(value.name_hint)
+        qualifier = "const " if const else ""
+        self.emit(f"{qualifier}{c_type(value.type)} {name} = {_strip(text)};")
+        self.values[value] = name
+
+    def access(self, buffer: SSAValue, indices) -> str:
+        idx = [self.expr(i) for i in indices]
+        if isinstance(buffer.owner, (tmgpu.SharedAllocOp, tmgpu.LocalAllocOp)):
+            return self.values[buffer] + "".join(f"[{_strip(i)}]" for i in idx)
+        shape = buffer.type.get_shape()
+        linear = idx[0] if idx else "0"
+        for i, extent in zip(idx[1:], shape[1:]):
+            linear = f"{linear} * {extent} + {i}"
+        return f"{self.values[buffer]}[{_strip(linear)}]"
+
+    # ---- statements ----------------------------------------------------------------
+    def print_block(self, block: Block) -> None:
+        for op in block.ops:
+            self.print_op(op)
+
+    def print_op(self, op: Operation) -> None:
+        match op:
+            case _ if isinstance(op, _PURE):
+                if not op.results[0].uses:
+                    return
+                if not self.inlined(op.results[0]):
+                    self.bind(op.results[0], self.op_expr(op))
+            case tmgpu.ThreadIdOp() | tmgpu.BlockIdOp():
+                builtin = "threadIdx" if isinstance(op, tmgpu.ThreadIdOp) else "blockIdx"
+                self.values[op.result] = self.names.fresh(op.result.name_hint, "id")
+                self.emit(f"const int {self.values[op.result]} = {builtin}.{op.dim.data};")
+            case tmgpu.SharedAllocOp() | tmgpu.LocalAllocOp():
+                name = self.names.fresh(op.result.name_hint, "buf")
+                self.values[op.result] = name
+                dims = "".join(f"[{d}]" for d in op.result.type.get_shape())
+                shared = "__shared__ " if isinstance(op, tmgpu.SharedAllocOp) else ""
+                self.emit(f"{shared}{c_type(op.result.type.element_type)} {name}{dims};")
+            case tmgpu.BarrierOp():
+                self.emit("__syncthreads();")
+            case memref.LoadOp():
+                self.bind(op.res, self.access(op.memref, op.indices))
+            case memref.StoreOp():
+                self.emit(f"{self.access(op.memref, op.indices)} = {_strip(self.expr(op.value))};")
+            case scf.ForOp():
+                self.print_for(op)
+            case scf.IfOp():
+                self.print_if(op)
+            case scf.YieldOp():
+                for target, value in zip(self._yield_targets, op.arguments):
+                    self.emit(f"{target} = {_strip(self.expr(value))};")
+            case _:
+                raise CudaEmitError(f"the CUDA printer does not support '{op.name}' in a kernel")
+
+    _yield_targets: tuple[str, ...] = ()
+
+    def print_for(self, op: scf.ForOp) -> None:
+        if op.iter_args:
+            raise CudaEmitError("scf.for with iter_args is not supported by the CUDA printer")
+        iv = op.body.block.args[0]
+        name = self.names.fresh(iv.name_hint, "i")
+        self.values[iv] = name
+        if "tm.unroll" in op.attributes:
+            self.emit("#pragma unroll")
+        step = self.expr(op.step)
+        inc = f"++{name}" if step == "1" else f"{name} += {_strip(step)}"
+        self.emit(f"for (int {name} = {_strip(self.expr(op.lb))}; {name} < "
+                  f"{_strip(self.expr(op.ub))}; {inc}) {{")
+        self.nested(op.body.block, ())
+        self.emit("}")
+
+    def print_if(self, op: scf.IfOp) -> None:
+        targets = []
+        for result in op.results:
+            name = self.names.fresh(result.name_hint)
+            self.values[result] = name
+            self.emit(f"{c_type(result.type)} {name};")
+            targets.append(name)
+        self.emit(f"if ({_strip(self.expr(op.cond))}) {{")
+        self.nested(op.true_region.block, tuple(targets))
+        if op.false_region.blocks and (targets or list(op.false_region.block.ops)[:-1]):
+            self.emit("} else {")
+            self.nested(op.false_region.block, tuple(targets))
+        self.emit("}")
+
+    def nested(self, block: Block, targets: tuple[str, ...]) -> None:
+        saved = self._yield_targets
+        self._yield_targets = targets
+        self.indent += 1
+        self.print_block(block)
+        self.indent -= 1
+        self._yield_targets = saved
+
+
+def _strip(text: str) -> str:
+    """Drop one pair of redundant outer parentheses."""
+    if text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for i, ch in enumerate(text):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0 and i < len(text) - 1:
+                return text
+        return text[1:-1]
+    return text
+
+
+def _params(kernel: tmgpu.KernelOp) -> tuple[str, dict[str, int | float | str]]:
+    template = kernel.attributes.get("tm.template")
+    params = kernel.attributes.get("tm.params")
+    values: dict[str, int | float | str] = {}
+    if isinstance(params, DictionaryAttr):
+        for key, attr in params.data.items():
+            if isinstance(attr, IntegerAttr):
+                values[key] = attr.value.data
+            elif isinstance(attr, FloatAttr):
+                values[key] = attr.value.data
+            elif isinstance(attr, StringAttr):
+                values[key] = attr.data
+    return (template.data if isinstance(template, StringAttr) else "hand-written"), values
+
+
+def _kernel_comment(kernel: tmgpu.KernelOp) -> str:
+    template, params = _params(kernel)
+    listed = ", ".join(f"{k}={v}" for k, v in params.items())
+    return (f"// Kernel {kernel.sym_name.data}: schedule template '{template}'"
+            f"{f' ({listed})' if listed else ''}, {kernel.block.data} threads per block\n")
+
+
+def _plan(function: func.FuncOp, kernels: dict[str, KernelInfo]):
+    block = function.body.block
+    names = _Names()
+    inputs = _string_list(function, "tm.inputs")
+    outputs = _string_list(function, "tm.outputs")
+    n_in = len(block.args) - len(outputs) if outputs else len(inputs)
+    buffers: list[BufferSpec] = []
+    index: dict[SSAValue, int] = {}
+
+    def add(value: SSAValue, kind: str, source: str) -> None:
+        index[value] = len(buffers)
+        buffers.append(BufferSpec(names.fresh(value.name_hint, "buf"),
+                                  tuple(value.type.get_shape()), kind, source))
+
+    for i, arg in enumerate(block.args):
+        is_input = i < n_in
+        names_list = inputs if is_input else outputs
+        j = i if is_input else i - n_in
+        add(arg, "input" if is_input else "output", names_list[j] if j < len(names_list) else "")
+    launches = []
+    for op in block.ops:
+        match op:
+            case tmgpu.WeightOp():
+                add(op.result, "weight", op.weight_name.data)
+            case tmgpu.AllocOp():
+                add(op.result, "temp", "")
+            case tmgpu.LaunchOp():
+                launches.append(LaunchSpec(op.kernel.string_value(), op.grid.data, op.block.data,
+                                           tuple(index[a] for a in op.args)))
+            case func.ReturnOp():
+                pass
+            case _:
+                raise CudaEmitError(f"the CUDA printer does not support '{op.name}' on the host")
+    return tuple(buffers), tuple(launches)
+
+
+def _string_list(function: func.FuncOp, key: str) -> list[str]:
+    attr = function.attributes.get(key)
+    return [s.data for s in attr.data] if attr is not None else []
+
+
+def _host_code(buffers: tuple[BufferSpec, ...], launches: tuple[LaunchSpec, ...],
+               kernels: dict[str, KernelInfo]) -> str:
+    lines = ["#if defined(__CUDACC__) && !defined(__CUDACC_RTC__)",
+             "// Host launch sequence. buffers[i] are device pointers:"]
+    for i, buf in enumerate(buffers):
+        shape = "x".join(map(str, buf.shape))
+        lines.append(f"//   [{i}] {buf.name}: float[{shape}] ({buf.kind}{' ' + repr(buf.source) if buf.source else ''})")
+    lines.append("extern \"C\" void tmlir_run(float* const* buffers, cudaStream_t stream) {")
+    for launch in launches:
+        sig = kernels[launch.kernel].signature
+        args = ", ".join(f"buffers[{a}]" for a in launch.args)
+        del sig
+        lines.append(f"  {launch.kernel}<<<{launch.grid}, {launch.block}, 0, stream>>>({args});")
+    lines += ["}", "#endif"]
+    return "\n".join(lines) + "\n"
+
+
+def emit_cuda(module: ModuleOp) -> CudaProgram:
+    """CUDA C and launch plan of a tmgpu-level module (see ``lower-to-cuda``)."""
+    leftover = next((op for op in module.walk() if op.dialect_name() in ("tm", "graph")), None)
+    if leftover is not None:
+        raise CudaEmitError(
+            f"'{leftover.name}' is above the gpu level; run -p lower-to-cuda before -t cuda"
+        )
+    chunks = ["// Generated by tmlir: CUDA C for NVRTC/nvcc (sm_80+) and the emu backend.\n"]
+    kernels: dict[str, KernelInfo] = {}
+    for op in module.ops:
+        if isinstance(op, tmgpu.KernelOp):
+            sig, text = _KernelPrinter(op).print()
+            template, params = _params(op)
+            kernels[sig.name] = KernelInfo(sig, op.block.data, template, params)
+            chunks.append(text)
+    functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    buffers: tuple[BufferSpec, ...] = ()
+    launches: tuple[LaunchSpec, ...] = ()
+    if functions:
+        buffers, launches = _plan(functions[0], kernels)
+        chunks.append(_host_code(buffers, launches, kernels))
+    return CudaProgram("\n".join(chunks), tuple(kernels.values()), buffers, launches)
+
+
+@dataclass(frozen=True)
+class CudaTarget(Target):
+    """``-t cuda``: print the CUDA C of a gpu-level module."""
+
+    name: ClassVar[str] = "cuda"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        output.write(emit_cuda(module).source)

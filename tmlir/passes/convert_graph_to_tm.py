@@ -1,0 +1,176 @@
+"""``convert-graph-to-tm``: schedule every graph operator with a template.
+
+In: a ``func.func`` of ``graph`` ops on tensors. Out: one ``tm.kernel`` per operator,
+built by its schedule template (``graph.matmul`` → the SIMT matmul template, elementwise
+ops → the elementwise/broadcast template), and a host ``func.func`` on memrefs that
+allocates intermediates (``tm.alloc global``), names weights (``tm.weight``) and
+launches the kernels in order. Outputs become trailing function arguments written by
+the kernels (destination passing); an output that no kernel writes (an input or a
+weight returned as is) gets a copy kernel. Only float32 tensors are supported.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, math as xmath
+from xdsl.dialects.builtin import Float32Type, FunctionType, MemRefType, ModuleOp, TensorType
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from tmlir.dialects import graph, tm
+from tmlir.schedules.builder import IRBuilder
+from tmlir.schedules.common import f32_memref
+from tmlir.schedules.elementwise import ElementFunction, elementwise_kernel
+from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
+
+
+def buffer_type(type: TensorType) -> MemRefType:
+    """The buffer of a tensor (rank-0 tensors are stored as one element)."""
+    if type.get_element_type() != Float32Type():
+        raise PassFailedException(f"only float32 tensors are supported, got {type}")
+    return f32_memref(type.get_shape() or (1,))
+
+
+def _relu(b: IRBuilder, x: SSAValue) -> SSAValue:
+    zero = b.f32(0.0)
+    positive = b.insert(arith.CmpfOp(x, zero, "ogt")).results[0]
+    return b.fop(arith.SelectOp, positive, x, zero)
+
+
+def _sigmoid(b: IRBuilder, x: SSAValue) -> SSAValue:
+    e = b.fop(xmath.ExpOp, b.fop(arith.NegfOp, x))
+    return b.fop(arith.DivfOp, b.f32(1.0), b.fop(arith.AddfOp, b.f32(1.0), e))
+
+
+UNARY: dict[type[Operation], tuple[str, Callable[[IRBuilder, SSAValue], SSAValue]]] = {
+    graph.ReluOp: ("relu(x0)", _relu),
+    graph.SigmoidOp: ("sigmoid(x0)", _sigmoid),
+    graph.TanhOp: ("tanh(x0)", lambda b, x: b.fop(xmath.TanhOp, x)),
+}
+BINARY: dict[type[Operation], tuple[str, type[Operation]]] = {
+    graph.AddOp: ("x0 + x1", arith.AddfOp),
+    graph.SubOp: ("x0 - x1", arith.SubfOp),
+    graph.MulOp: ("x0 * x1", arith.MulfOp),
+    graph.DivOp: ("x0 / x1", arith.DivfOp),
+}
+
+
+@dataclass
+class _Lowering:
+    """State of converting one graph function."""
+
+    module: ModuleOp
+    host: IRBuilder
+    counter: int = 0
+
+    def kernel_name(self, op: Operation) -> str:
+        name = f"{op.name.split('.')[-1]}_{self.counter}"
+        self.counter += 1
+        return name
+
+    def launch(self, kernel: tm.KernelOp, args: Sequence[SSAValue]) -> None:
+        self.module.body.block.insert_op_before(kernel, self._host_func())
+        self.host.insert(tm.LaunchOp(kernel.sym_name.data, args))
+
+    def _host_func(self) -> Operation:
+        return next(op for op in self.module.ops if isinstance(op, func.FuncOp))
+
+    def elementwise(self, op: Operation, inputs: Sequence[SSAValue], dest: SSAValue,
+                    compute: ElementFunction, expression: str) -> None:
+        kernel = elementwise_kernel(
+            self.kernel_name(op),
+            dest.type.get_shape(),
+            [i.type.get_shape() for i in inputs],
+            compute,
+            expression,
+        )
+        self.launch(kernel, [*inputs, dest])
+
+
+@dataclass(frozen=True)
+class ConvertGraphToTm(ModulePass):
+    """Schedule graph operators into tm kernels and a host launch sequence."""
+
+    name = "convert-graph-to-tm"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
+            if any(isinstance(o.dialect_name(), str) and o.dialect_name() == "graph"
+                   for o in function.walk()):
+                _convert_function(op, function)
+
+
+def _convert_function(module: ModuleOp, function: func.FuncOp) -> None:
+    old = function.body.block
+    ret = old.last_op
+    assert isinstance(ret, func.ReturnOp)
+    for arg in old.args:
+        if not isinstance(arg.type, TensorType):
+            raise PassFailedException(f"@{function.sym_name.data}: arguments must be tensors")
+    outputs = list(ret.arguments)
+    new_block = Block(arg_types=[buffer_type(t.type) for t in (*old.args, *outputs)])
+    for new, prev in zip(new_block.args, old.args):
+        new.name_hint = prev.name_hint
+    out_args = new_block.args[len(old.args):]
+    for index, (arg, value) in enumerate(zip(out_args, outputs)):
+        arg.name_hint = f"out{index}" if value.name_hint is None else f"{value.name_hint}_out"
+    state = _Lowering(module, IRBuilder.at_end(new_block))
+    buffers: dict[SSAValue, SSAValue] = dict(zip(old.args, new_block.args))
+    # Values written straight into an output buffer (first output that returns them).
+    destination: dict[SSAValue, SSAValue] = {}
+    for value, arg in zip(outputs, out_args):
+        if isinstance(value, SSAValue) and value.owner not in (None,) and value not in destination \
+                and not isinstance(value.owner, (Block, graph.WeightOp)):
+            destination[value] = arg
+
+    for op in list(old.ops):
+        if isinstance(op, func.ReturnOp):
+            break
+        result = op.results[0] if op.results else None
+        if isinstance(op, graph.WeightOp):
+            buffers[result] = state.host.insert(
+                tm.WeightOp(op.weight_name.data, buffer_type(op.result.type)), result.name_hint
+            ).results[0]
+            continue
+        dest = destination.get(result)
+        if dest is None:
+            dest = state.host.insert(tm.AllocOp("global", buffer_type(result.type)),
+                                     result.name_hint).results[0]
+        buffers[result] = dest
+        operands = [buffers[o] for o in op.operands]
+        if isinstance(op, graph.MatmulOp):
+            problem = MatmulProblem(
+                tuple(operands[0].type.get_shape()), tuple(operands[1].type.get_shape()),
+                tuple(dest.type.get_shape()),
+                tuple(operands[2].type.get_shape()) if op.bias is not None else None,
+                op.transpose_lhs is not None, op.transpose_rhs is not None,
+                op.alpha_value, op.beta_value,
+            )
+            kernel = matmul_simt_kernel(
+                state.kernel_name(op), problem, MatmulSimtParams.default_for(problem)
+            )
+            state.launch(kernel, [*operands, dest])
+        elif type(op) in UNARY:
+            expr, fn = UNARY[type(op)]
+            state.elementwise(op, operands, dest, lambda b, xs, fn=fn: fn(b, xs[0]), expr)
+        elif type(op) in BINARY:
+            expr, op_type = BINARY[type(op)]
+            state.elementwise(op, operands, dest, lambda b, xs, t=op_type: b.fop(t, *xs), expr)
+        else:
+            raise PassFailedException(f"convert-graph-to-tm: no schedule template for '{op.name}'")
+
+    # Outputs that no kernel wrote: copy them.
+    for value, arg in zip(outputs, out_args):
+        if destination.get(value) is not arg:
+            state.elementwise(ret, [buffers[value]], arg, lambda b, xs: xs[0], "x0")
+    state.host.insert(func.ReturnOp())
+
+    function.body.detach_block(old)
+    old.erase(safe_erase=False)
+    function.body.add_block(new_block)
+    function.function_type = FunctionType.from_lists([a.type for a in new_block.args], [])

@@ -1,0 +1,125 @@
+"""``convert-tm-to-gpu``: tm kernels and host ops to the ``tmgpu`` level.
+
+In: tm IR whose task mappings are lowered (``tm-lower-mappings``). Out:
+``tmgpu.kernel``s with ``tmgpu.thread_id``/``block_id``, ``__shared__`` and per-thread
+arrays and barriers; ``tm.load``/``tm.store`` become ``memref.load``/``memref.store``,
+wrapped in ``scf.if`` bound checks for their guarded dimensions (a guarded load yields
+0 when out of range); host ``tm.launch`` becomes ``tmgpu.launch`` with the kernel's grid
+and block sizes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from tmlir.dialects import tm, tmgpu
+from tmlir.schedules.builder import IRBuilder
+
+
+def _in_bounds(b: IRBuilder, access: tm.GuardedAccess, buffer: SSAValue,
+               indices) -> SSAValue | None:
+    shape = buffer.type.get_shape()
+    condition: SSAValue | None = None
+    for d in access.guarded_dims:
+        check = b.lt(indices[d], shape[d])
+        condition = check if condition is None else b.fop(arith.AndIOp, condition, check)
+    return condition
+
+
+def _convert_load(op: tm.LoadOp) -> list[SSAValue]:
+    b = IRBuilder.before(op)
+    condition = _in_bounds(b, op, op.memref, op.indices)
+    if condition is None:
+        return b.insert(memref.LoadOp.get(op.memref, op.indices)).results
+    then, other = Block(), Block()
+    with b.at(then):
+        v = b.insert(memref.LoadOp.get(op.memref, op.indices)).results[0]
+        b.insert(scf.YieldOp(v))
+    with b.at(other):
+        elem = op.result.type
+        zero = FloatAttr(0.0, elem) if not hasattr(elem, "width") or "f" in str(elem) \
+            else IntegerAttr(0, elem)
+        b.insert(scf.YieldOp(b.insert(arith.ConstantOp(zero)).results[0]))
+    return b.insert(scf.IfOp(condition, [op.result.type], [then], [other])).results
+
+
+def _convert_store(op: tm.StoreOp) -> None:
+    b = IRBuilder.before(op)
+    condition = _in_bounds(b, op, op.memref, op.indices)
+    if condition is None:
+        b.insert(memref.StoreOp.get(op.value, op.memref, op.indices))
+        return
+    with b.if_(condition):
+        b.insert(memref.StoreOp.get(op.value, op.memref, op.indices))
+
+
+def _replace(op: Operation, new: Operation) -> None:
+    IRBuilder.before(op).insert(new)
+    for old_result, new_result in zip(op.results, new.results):
+        new_result.name_hint = old_result.name_hint
+        old_result.replace_all_uses_with(new_result)
+    op.detach()
+    op.erase()
+
+
+def _move_kernel(kernel: tm.KernelOp) -> tmgpu.KernelOp:
+    new = tmgpu.KernelOp(kernel.sym_name.data, [], kernel.block.data, dict(kernel.attributes))
+    new.body.detach_block(0).erase()
+    new.body.add_block(kernel.body.detach_block(0))
+    _replace(kernel, new)
+    return new
+
+
+@dataclass(frozen=True)
+class ConvertTmToGpu(ModulePass):
+    """Lower tm kernels, buffers, accesses and launches to the tmgpu level."""
+
+    name = "convert-tm-to-gpu"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        leftover = next((o for o in op.walk() if isinstance(o, tm.ForTaskOp)), None)
+        if leftover is not None:
+            raise PassFailedException(
+                "convert-tm-to-gpu: tm.for_task remains; run tm-lower-mappings first"
+            )
+        grids = {k.sym_name.data: k.grid.data for k in op.walk() if isinstance(k, tm.KernelOp)}
+        blocks = {k.sym_name.data: k.block.data for k in op.walk() if isinstance(k, tm.KernelOp)}
+        for inner in list(op.walk()):
+            match inner:
+                case tm.KernelOp():
+                    _move_kernel(inner)
+                case tm.BlockIdOp():
+                    _replace(inner, tmgpu.BlockIdOp("x"))
+                case tm.ThreadIdOp():
+                    _replace(inner, tmgpu.ThreadIdOp("x"))
+                case tm.AllocOp():
+                    scope = inner.scope.data
+                    new_type = {"global": tmgpu.AllocOp, "shared": tmgpu.SharedAllocOp,
+                                "register": tmgpu.LocalAllocOp}[scope]
+                    _replace(inner, new_type(inner.result.type))
+                case tm.BarrierOp():
+                    _replace(inner, tmgpu.BarrierOp())
+                case tm.LoadOp():
+                    results = _convert_load(inner)
+                    results[0].name_hint = inner.result.name_hint
+                    inner.result.replace_all_uses_with(results[0])
+                    inner.detach()
+                    inner.erase()
+                case tm.StoreOp():
+                    _convert_store(inner)
+                    inner.detach()
+                    inner.erase()
+                case tm.WeightOp():
+                    _replace(inner, tmgpu.WeightOp(inner.weight_name.data, inner.result.type))
+                case tm.LaunchOp():
+                    name = inner.kernel.string_value()
+                    _replace(inner, tmgpu.LaunchOp(name, inner.args, grids[name], blocks[name]))
+                case _:
+                    pass

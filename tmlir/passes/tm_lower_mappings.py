@@ -1,0 +1,105 @@
+"""``tm-lower-mappings``: task mappings to loops and index arithmetic.
+
+Each ``tm.for_task (%i...) in f1 * f2 * ... on %w`` becomes, before its body:
+
+* the worker id of each atom, the high part of ``%w`` for outer atoms
+  (``w / workers(inner atoms) % workers(atom)``);
+* ``spatial`` atoms: the atom's coordinates by division and remainder of its worker id;
+* ``repeat`` atoms: one ``scf.for`` per dimension (extents <= 16 marked ``tm.unroll``);
+* task indices composed as ``outer * inner_extent + inner`` per dimension.
+
+Arithmetic on constants is folded, so extents of 1 and single-worker atoms cost nothing.
+The body runs only for ``%w < workers(mapping)``; that guard is emitted only when ``%w``
+may exceed it (a worker id whose range is not known from ``tm.thread_id``/``tm.block_id``
+and the kernel's sizes).
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
+from xdsl.passes import ModulePass
+
+from tmlir.dialects import tm
+from tmlir.dialects._syntax import enclosing
+from tmlir.schedules.builder import Index, IRBuilder
+
+UNROLL_LIMIT = 16
+
+
+def worker_bound(worker: SSAValue) -> int | None:
+    """An exclusive upper bound of a worker id, when it is a tm id of a known kernel."""
+    owner = worker.owner
+    kernel = enclosing(owner, tm.KernelOp) if isinstance(owner, tm.WorkerIdOp) else None
+    if kernel is None:
+        return None
+    return kernel.grid.data if isinstance(owner, tm.BlockIdOp) else kernel.block.data
+
+
+def lower_for_task(op: tm.ForTaskOp) -> None:
+    """Replace one tm.for_task by its loops and index arithmetic."""
+    mapping = op.task_mapping
+    b = IRBuilder.before(op)
+    worker: Index = op.worker if op.worker is not None else 0
+    with ExitStack() as scopes:  # the guard and the repeat loops, closed at the end
+        if isinstance(worker, SSAValue):
+            bound = worker_bound(worker)
+            if bound is None or bound > mapping.num_workers:
+                scopes.enter_context(b.if_(b.lt(worker, mapping.num_workers)))
+        task: list[Index] = [0] * mapping.rank
+        inner_workers = mapping.num_workers
+        first_spatial = True
+        for atom in mapping.atoms:
+            inner_workers //= atom.num_workers
+            if atom.kind == "spatial":
+                wid = b.div(worker, inner_workers)
+                if not first_spatial:  # the outermost worker digit needs no remainder
+                    wid = b.rem(wid, atom.num_workers)
+                first_spatial = False
+                coords = _unravel(b, wid, atom.shape)
+            else:
+                coords = [
+                    0 if extent == 1
+                    else scopes.enter_context(b.loop(0, extent, unroll=extent <= UNROLL_LIMIT))
+                    for extent in atom.shape
+                ]
+            task = [b.add(b.mul(t, extent), c) for t, extent, c in zip(task, atom.shape, coords)]
+        block = op.body.block
+        for arg, index in zip(block.args, task):
+            value = b.value(index)
+            if arg.name_hint and value.name_hint is None and not isinstance(
+                value.owner, (tm.WorkerIdOp, arith.ConstantOp)
+            ):
+                value.name_hint = arg.name_hint
+            arg.replace_all_uses_with(value)
+        for inner in list(block.ops):
+            inner.detach()
+            b.insert(inner)
+    op.detach()
+    op.erase()
+
+
+def _unravel(b: IRBuilder, wid: Index, shape: tuple[int, ...]) -> list[Index]:
+    coords: list[Index] = []
+    for d, extent in enumerate(shape):
+        stride = math.prod(shape[d + 1:])
+        c = b.div(wid, stride)
+        coords.append(c if d == 0 else b.rem(c, extent))
+    return coords
+
+
+@dataclass(frozen=True)
+class TmLowerMappings(ModulePass):
+    """Lower every tm.for_task to scf loops and index arithmetic."""
+
+    name = "tm-lower-mappings"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for for_task in [o for o in op.walk() if isinstance(o, tm.ForTaskOp)]:
+            lower_for_task(for_task)

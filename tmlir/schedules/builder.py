@@ -1,0 +1,139 @@
+"""A small IR builder for schedule templates and lowerings.
+
+Index arithmetic takes ``Index = SSAValue | int`` and folds what is known: Python ints stay
+ints until an op needs an SSA value, and ``x * 1``, ``x + 0``, ``x / 1``, ``x % 1`` never
+become ops. So the IR that templates and ``tm-lower-mappings`` emit is the arithmetic a
+person would write, not a pile of multiplications by one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import Float32Type, FloatAttr, IndexType, IntegerAttr, UnitAttr
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tmlir.dialects import tm
+from tmlir.mapping import TaskMapping
+
+Index = SSAValue | int
+
+
+class IRBuilder:
+    """Inserts ops at an insertion point; nested regions push a new point (`with`)."""
+
+    def __init__(self, point: InsertPoint) -> None:
+        self._points = [point]
+
+    @classmethod
+    def at_end(cls, block: Block) -> IRBuilder:
+        return cls(InsertPoint.at_end(block))
+
+    @classmethod
+    def before(cls, op: Operation) -> IRBuilder:
+        return cls(InsertPoint.before(op))
+
+    def insert(self, op: Operation, name: str | None = None) -> Operation:
+        Rewriter.insert_op(op, self._points[-1])
+        if name is not None and op.results:
+            op.results[0].name_hint = name
+        return op
+
+    @contextmanager
+    def at(self, block: Block) -> Iterator[None]:
+        self._points.append(InsertPoint.at_end(block))
+        try:
+            yield
+        finally:
+            self._points.pop()
+
+    # ---- index arithmetic -------------------------------------------------------------
+    def value(self, x: Index, name: str | None = None) -> SSAValue:
+        if isinstance(x, SSAValue):
+            return x
+        return self.insert(arith.ConstantOp(IntegerAttr(x, IndexType())), name).results[0]
+
+    def add(self, a: Index, b: Index, name: str | None = None) -> Index:
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        if b == 0:
+            return a
+        if a == 0:
+            return b
+        return self._binary(arith.AddiOp, a, b, name)
+
+    def mul(self, a: Index, b: Index, name: str | None = None) -> Index:
+        if isinstance(a, int) and isinstance(b, int):
+            return a * b
+        if 0 in (a, b):
+            return 0
+        if b == 1:
+            return a
+        if a == 1:
+            return b
+        return self._binary(arith.MuliOp, a, b, name)
+
+    def div(self, a: Index, b: int, name: str | None = None) -> Index:
+        """Floor division of a non-negative index by a positive constant."""
+        if isinstance(a, int):
+            return a // b
+        return a if b == 1 else self._binary(arith.DivUIOp, a, b, name)
+
+    def rem(self, a: Index, b: int, name: str | None = None) -> Index:
+        """Remainder of a non-negative index by a positive constant."""
+        if isinstance(a, int):
+            return a % b
+        return 0 if b == 1 else self._binary(arith.RemUIOp, a, b, name)
+
+    def lt(self, a: Index, b: Index) -> SSAValue:
+        return self.insert(arith.CmpiOp(self.value(a), self.value(b), "ult")).results[0]
+
+    def _binary(self, op_type, a: Index, b: Index, name: str | None) -> SSAValue:
+        return self.insert(op_type(self.value(a), self.value(b)), name).results[0]
+
+    # ---- floating point -----------------------------------------------------------------
+    def f32(self, x: float) -> SSAValue:
+        return self.insert(arith.ConstantOp(FloatAttr(x, Float32Type()))).results[0]
+
+    def fop(self, op_type, *operands: SSAValue, name: str | None = None) -> SSAValue:
+        return self.insert(op_type(*operands), name).results[0]
+
+    # ---- structure ----------------------------------------------------------------------
+    @contextmanager
+    def loop(self, lower: Index, upper: Index, step: int = 1, *, unroll: bool = False,
+             name: str | None = None) -> Iterator[SSAValue]:
+        """``scf.for`` whose body the `with` block fills; yields the induction variable."""
+        body = Block(arg_types=[IndexType()])
+        op = scf.ForOp(self.value(lower), self.value(upper), self.value(step), [], body)
+        if unroll:
+            op.attributes["tm.unroll"] = UnitAttr()
+        self.insert(op)
+        if name:
+            body.args[0].name_hint = name
+        with self.at(body):
+            yield body.args[0]
+            self.insert(scf.YieldOp())
+
+    @contextmanager
+    def if_(self, condition: SSAValue) -> Iterator[None]:
+        """``scf.if`` without results whose then-branch the `with` block fills."""
+        then = Block()
+        self.insert(scf.IfOp(condition, [], [then]))
+        with self.at(then):
+            yield
+            self.insert(scf.YieldOp())
+
+    @contextmanager
+    def for_task(self, mapping: TaskMapping, worker: SSAValue | None = None,
+                 names: Sequence[str] = ()) -> Iterator[tuple[SSAValue, ...]]:
+        """``tm.for_task``; yields the task indices."""
+        op = tm.ForTaskOp(mapping, worker)
+        self.insert(op)
+        args = op.body.block.args
+        for arg, name in zip(args, names):
+            arg.name_hint = name
+        with self.at(op.body.block):
+            yield tuple(args)

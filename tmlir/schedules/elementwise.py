@@ -1,0 +1,80 @@
+"""The elementwise/broadcast template: one thread per output element.
+
+Blocks of ``block`` threads cover the flattened output; ``spatial(grid)`` maps blocks and
+``spatial(block)`` threads, and each thread unravels its linear index into output
+coordinates and broadcast operand coordinates. When the output size is not a multiple of
+the block, the last block's spare threads fall past output dim 0, which the loads and
+stores guard; otherwise no guard is emitted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.ir import SSAValue
+
+from tmlir.dialects import tm
+from tmlir.mapping import spatial
+from tmlir.schedules.builder import IRBuilder
+from tmlir.schedules.common import (
+    broadcast_index,
+    f32_memref,
+    kernel_attributes,
+    name_args,
+    unravel,
+    values,
+)
+
+#: Computes the output element from the loaded operand elements.
+ElementFunction = Callable[[IRBuilder, Sequence[SSAValue]], SSAValue]
+
+
+@dataclass(frozen=True)
+class ElementwiseParams:
+    """Threads per block."""
+
+    block: int = 256
+
+
+def elementwise_kernel(
+    name: str,
+    out_shape: Sequence[int],
+    in_shapes: Sequence[Sequence[int]],
+    compute: ElementFunction,
+    expression: str,
+    params: ElementwiseParams = ElementwiseParams(),
+) -> tm.KernelOp:
+    """A kernel ``(inputs..., output)`` computing ``output = compute(inputs...)``."""
+    out_shape = tuple(out_shape) or (1,)
+    total = math.prod(out_shape)
+    block = min(params.block, 32 * math.ceil(total / 32))
+    grid = math.ceil(total / block)
+    in_shapes = [tuple(s) or (1,) for s in in_shapes]
+    kernel = tm.KernelOp(
+        name,
+        [f32_memref(s) for s in in_shapes] + [f32_memref(out_shape)],
+        grid,
+        block,
+        kernel_attributes("elementwise", {"block": block, "expr": expression}),
+    )
+    name_args(kernel, [*(f"x{i}" for i in range(len(in_shapes))), "out"])
+    *inputs, output = kernel.args
+    b = IRBuilder.at_end(kernel.body.block)
+    bid = b.insert(tm.BlockIdOp(), "bid").results[0]
+    tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
+    tail = total % block != 0
+    with b.for_task(spatial(grid), bid, ["blk"]) as (blk,):
+        with b.for_task(spatial(block), tid, ["lane"]) as (t,):
+            linear = b.add(b.mul(blk, block), t, "idx")
+            coords = unravel(b, linear, out_shape)
+            loaded = []
+            for arg, shape in zip(inputs, in_shapes):
+                index = broadcast_index(coords, out_shape, shape)
+                offset = len(out_shape) - len(shape)
+                guard = [0] if tail and offset == 0 and not (shape[0] == 1 != out_shape[0]) else []
+                loaded.append(b.insert(tm.LoadOp(arg, values(b, index), guard), "x").results[0])
+            result = compute(b, loaded)
+            b.insert(tm.StoreOp(result, output, values(b, coords), [0] if tail else []))
+    return kernel
