@@ -232,10 +232,12 @@ class _KernelPrinter:
         if isinstance(buffer.owner, (tmgpu.SharedAllocOp, tmgpu.LocalAllocOp)):
             return self.values[buffer] + "".join(f"[{_strip(i)}]" for i in idx)
         shape = buffer.type.get_shape()
-        linear = idx[0] if idx else "0"
-        for i, extent in zip(idx[1:], shape[1:]):
-            linear = f"{linear} * {extent} + {i}"
-        return f"{self.values[buffer]}[{_strip(linear)}]"
+        terms = []
+        for d, i in enumerate(idx):
+            stride = math.prod(shape[d + 1:])
+            if i != "0":
+                terms.append(i if stride == 1 else f"{i} * {stride}")
+        return f"{self.values[buffer]}[{_strip(' + '.join(terms) or '0')}]"
 
     # ---- statements ----------------------------------------------------------------
     def print_block(self, block: Block) -> None:

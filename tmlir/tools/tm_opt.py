@@ -9,9 +9,14 @@ as ``tm-opt: error: ...`` and exit status 1, never as a Python traceback.
 
 from __future__ import annotations
 
+import argparse
+import io
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, NoReturn
+from unittest import mock
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import (
@@ -55,6 +60,33 @@ class TmOptMain(xDSLOptMain):
         self.available_frontends["onnx"] = parse_onnx
 
 
+class _Buffer(io.StringIO):
+    """Output kept in memory until the run succeeds (xDSL closes its output stream)."""
+
+    def close(self) -> None:
+        pass
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _usage_error(self: argparse.ArgumentParser, message: str) -> NoReturn:
+    raise _UsageError(message)
+
+
+def _write_atomically(path: str, text: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tm-opt-")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
 def _error(message: str) -> int:
     print(f"tm-opt: error: {message}", file=sys.stderr)
     return 1
@@ -63,11 +95,15 @@ def _error(message: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tm-opt`` console script."""
     try:
-        driver = TmOptMain(description="tmlir modular optimizer driver", args=argv)
-    except (ValueError, TypeError, KeyError, Exception) as exc:  # bad -p / -t options
-        if isinstance(exc, SystemExit):
-            raise
-        return _error(f"bad option: {exc}")
+        with mock.patch.object(argparse.ArgumentParser, "error", _usage_error):
+            driver = TmOptMain(description="tmlir modular optimizer driver", args=argv)
+    except _UsageError as exc:
+        return _error(str(exc))
+    except Exception as exc:  # xDSL reports unknown passes and bad pass options this way
+        return _error(f"bad pass pipeline '{driver_passes(argv)}': {exc}")
+    output_file = driver.args.output_file
+    buffer = _Buffer()
+    driver.prepare_output = lambda: buffer  # type: ignore[method-assign]
     try:
         driver.run()
     except FileNotFoundError as exc:
@@ -80,7 +116,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(str(exc).strip())
     except ValueError as exc:  # includes the ONNX frontend's FrontendError
         return _error(str(exc))
+    if output_file is None:
+        sys.stdout.write(buffer.getvalue())
+    else:
+        _write_atomically(output_file, buffer.getvalue())
     return 0
+
+
+def driver_passes(argv: Sequence[str] | None) -> str:
+    args = list(sys.argv[1:] if argv is None else argv)
+    for flag in ("-p", "--passes"):
+        if flag in args and args.index(flag) + 1 < len(args):
+            return args[args.index(flag) + 1]
+    return ""
 
 
 if __name__ == "__main__":

@@ -1,0 +1,48 @@
+"""Small ONNX models for the tests, built with onnx.helper (ir_version 10 for onnxruntime)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def make_model(nodes, inputs: dict[str, Sequence[int]], outputs: dict[str, Sequence[int]],
+               initializers: dict[str, np.ndarray] | None = None) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes,
+        "test",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in outputs.items()],
+        [numpy_helper.from_array(v.astype(np.float32), n) for n, v in (initializers or {}).items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    return model
+
+
+def mlp(batch: int, dims: Sequence[int], seed: int = 0) -> onnx.ModelProto:
+    """Gemm(transB=1) + Relu layers, like a PyTorch nn.Linear stack."""
+    rng = np.random.default_rng(seed)
+    nodes, inits, x = [], {}, "x"
+    for i, (fan_in, fan_out) in enumerate(zip(dims[:-1], dims[1:])):
+        inits[f"fc{i}.weight"] = rng.standard_normal((fan_out, fan_in)) / np.sqrt(fan_in)
+        inits[f"fc{i}.bias"] = rng.standard_normal(fan_out)
+        out = "y" if i == len(dims) - 2 else f"h{i}"
+        nodes.append(helper.make_node("Gemm", [x, f"fc{i}.weight", f"fc{i}.bias"], [out],
+                                      transB=1, name=f"fc{i}"))
+        x = out
+        if out != "y":
+            nodes.append(helper.make_node("Relu", [x], [f"r{i}"], name=f"relu{i}"))
+            x = f"r{i}"
+    return make_model(nodes, {"x": (batch, dims[0])}, {"y": (batch, dims[-1])}, inits)
+
+
+def run_onnxruntime(model: onnx.ModelProto, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(model.SerializeToString(),
+                                           providers=["CPUExecutionProvider"])
+    return session.run(None, feed)

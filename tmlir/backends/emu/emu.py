@@ -1,0 +1,224 @@
+"""Run the CUDA C that tmlir emits on the CPU, with real CUDA semantics.
+
+`compile_emu` compiles a generated .cu source unchanged with g++, force-including
+`tmlir_emu.h` (which makes every CUDA thread a fiber, `__syncthreads()` a real barrier and
+`__shared__` memory per block), and appends one `extern "C"` launch wrapper per kernel:
+
+    int tmlir_emu_launch_<name>(const unsigned* grid3, const unsigned* block3, void** args,
+                                char* err, unsigned long errlen);
+
+`args` is an array of pointers to each argument value, as for `cuLaunchKernel`. The wrapper
+returns nonzero with a message in `err` when emulation fails (e.g. a barrier deadlock).
+Compiled shared objects live in the on-disk cache of `tmlir.backends.cache`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import re
+import subprocess
+from collections.abc import Sequence
+from numbers import Integral, Real
+from pathlib import Path
+
+import numpy as np
+
+from tmlir.backends.cache import cache_key, cached_file
+from tmlir.backends.kernel_abi import KernelParam, KernelSignature
+
+HEADER = Path(__file__).with_name("tmlir_emu.h")
+CXX = "g++"
+CXXFLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared")
+
+#: numpy dtype of the element a pointer parameter points to, by C element type.
+POINTER_DTYPES = {
+    "float": np.dtype(np.float32),
+    "int": np.dtype(np.int32),
+    "long long": np.dtype(np.int64),
+    "bool": np.dtype(np.bool_),
+}
+#: ctypes type that carries a scalar parameter, by C type.
+SCALAR_CTYPES: dict[str, type[ctypes._SimpleCData]] = {
+    "int": ctypes.c_int32,
+    "long long": ctypes.c_int64,
+    "float": ctypes.c_float,
+}
+MAX_BLOCK_THREADS = 1024
+MAX_BLOCK = (1024, 1024, 64)
+MAX_GRID = (2**31 - 1, 65535, 65535)
+DIAGNOSTIC_LINES = 20
+_ERROR_BYTES = 1024
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+Dims = int | tuple[int, ...]
+KernelArg = np.ndarray | int | float
+
+
+class EmuError(RuntimeError):
+    """A kernel failed to compile, was launched wrongly, or failed while being emulated."""
+
+
+def compile_emu(source: str, kernels: Sequence[KernelSignature]) -> EmuModule:
+    """Compile the CUDA C `source` for the CPU and load it; `kernels` are the launchable ones.
+
+    The shared object is cached on disk, keyed by the source, the generated wrappers, the
+    compiler flags, the emulation header and the compiler version.
+    """
+    kernels = tuple(kernels)
+    for kernel in kernels:
+        _check_signature(kernel)
+    if len({k.name for k in kernels}) != len(kernels):
+        raise EmuError("compile_emu: kernel names must be unique")
+    wrappers = "".join(_launch_wrapper(k) for k in kernels)
+    header = HEADER.read_text()
+    key = cache_key(source, wrappers, CXX, *CXXFLAGS, header, _compiler_version(CXX))
+    path = cached_file(key, ".so", lambda out: _build(f"{source}\n{wrappers}", out))
+    return EmuModule(path, kernels)
+
+
+class EmuModule:
+    """A compiled, loaded emu shared object whose kernels can be launched."""
+
+    path: Path
+
+    def __init__(self, path: Path, kernels: Sequence[KernelSignature]) -> None:
+        """Load the shared object at `path`, which defines a launch wrapper per kernel."""
+        self.path = path
+        self._library = ctypes.CDLL(str(path))
+        self._kernels = {k.name: k for k in kernels}
+        self._entries = {k.name: self._entry(k.name) for k in kernels}
+
+    def launch(self, name: str, grid: Dims, block: Dims, args: Sequence[KernelArg]) -> None:
+        """Run kernel `name` on a `grid` of `block`s (ints or up to 3-tuples, x first).
+
+        Pointer parameters take C-contiguous numpy arrays of the matching dtype, which the
+        kernel reads and writes in place; scalar parameters take Python/numpy numbers.
+        Returns when every thread has finished.
+        """
+        kernel = self._kernels.get(name)
+        if kernel is None:
+            known = ", ".join(sorted(self._kernels)) or "none"
+            raise EmuError(f"unknown kernel {name!r} (this module has: {known})")
+        grid3 = _dims(name, "grid", grid, MAX_GRID)
+        block3 = _dims(name, "block", block, MAX_BLOCK)
+        if block3[0] * block3[1] * block3[2] > MAX_BLOCK_THREADS:
+            raise EmuError(f"kernel {name!r}: block {block3} has more than "
+                           f"{MAX_BLOCK_THREADS} threads")
+        if len(args) != len(kernel.params):
+            raise EmuError(f"kernel {name!r} takes {len(kernel.params)} arguments "
+                           f"({', '.join(p.name for p in kernel.params)}), got {len(args)}")
+        values = [_marshal(name, param, arg) for param, arg in zip(kernel.params, args)]
+        argv = (ctypes.c_void_p * max(len(values), 1))(*map(ctypes.addressof, values))
+        err = ctypes.create_string_buffer(_ERROR_BYTES)
+        status = self._entries[name]((ctypes.c_uint * 3)(*grid3), (ctypes.c_uint * 3)(*block3),
+                                     argv, err, ctypes.c_ulong(_ERROR_BYTES))
+        if status != 0:
+            raise EmuError(f"kernel {name!r}: {err.value.decode(errors='replace')}")
+
+    def _entry(self, name: str) -> ctypes._CFuncPtr:
+        """The ctypes function of kernel `name`'s launch wrapper."""
+        try:
+            entry = getattr(self._library, f"tmlir_emu_launch_{name}")
+        except AttributeError:
+            raise EmuError(f"{self.path} has no launch wrapper for kernel {name!r}") from None
+        entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p,
+                          ctypes.c_ulong]
+        entry.restype = ctypes.c_int
+        return entry
+
+
+def _element_type(param: KernelParam) -> str:
+    """The C type a pointer parameter points to ("const float*" -> "float")."""
+    return param.ctype.removesuffix("*").removeprefix("const ").strip()
+
+
+def _check_signature(kernel: KernelSignature) -> None:
+    """Reject kernel names and parameter types that the launcher cannot handle."""
+    if not _IDENTIFIER.fullmatch(kernel.name):
+        raise EmuError(f"kernel name {kernel.name!r} is not a C identifier")
+    for param in kernel.params:
+        known = (_element_type(param) in POINTER_DTYPES if param.is_pointer
+                 else param.ctype in SCALAR_CTYPES)
+        if not known or not _IDENTIFIER.fullmatch(param.name):
+            raise EmuError(f"kernel {kernel.name!r}: parameter {param.name!r} has "
+                           f"unsupported C type {param.ctype!r}")
+
+
+def _launch_wrapper(kernel: KernelSignature) -> str:
+    """C++ for `tmlir_emu_launch_<name>`: unpack cuLaunchKernel-style args, run the grid."""
+    loads = "".join(f"  {p.ctype} a{i} = *({p.ctype}*)args[{i}];\n"
+                    for i, p in enumerate(kernel.params))
+    call = ", ".join(f"a{i}" for i in range(len(kernel.params)))
+    return (f'extern "C" int tmlir_emu_launch_{kernel.name}(const unsigned* grid3, '
+            f"const unsigned* block3, void** args, char* err, unsigned long errlen) {{\n"
+            f"  (void)args;\n{loads}"
+            f"  return ::tmlir_emu::launch(grid3, block3, [=] {{ {kernel.name}({call}); }}, "
+            f"err, errlen);\n}}\n")
+
+
+@functools.cache
+def _compiler_version(cxx: str) -> str:
+    """`cxx --version`, part of the cache key (memoized: one subprocess per process)."""
+    try:
+        result = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise EmuError(f"cannot run the host compiler {cxx!r}: {exc}") from None
+    return result.stdout
+
+
+def _build(code: str, out: Path) -> None:
+    """Compile `code` (CUDA C plus wrappers) into the shared object `out`."""
+    cmd = [CXX, *CXXFLAGS, "-include", str(HEADER), "-x", "c++", "-", "-o", str(out)]
+    try:
+        result = subprocess.run(cmd, input=code, capture_output=True, text=True)
+    except OSError as exc:
+        raise EmuError(f"cannot run the host compiler {CXX!r}: {exc}") from None
+    if result.returncode != 0:
+        lines = result.stderr.strip().splitlines()
+        shown = lines[:DIAGNOSTIC_LINES]
+        if len(lines) > DIAGNOSTIC_LINES:
+            shown.append(f"... ({len(lines) - DIAGNOSTIC_LINES} more lines)")
+        raise EmuError(f"{CXX} failed to compile the kernel source for the emu backend "
+                       f"(exit status {result.returncode}):\n" + "\n".join(shown))
+
+
+def _dims(kernel: str, what: str, dims: Dims, limits: tuple[int, int, int]) -> tuple[int, ...]:
+    """Normalize a grid/block size to 3 positive ints within CUDA's limits."""
+    dims = (dims,) if isinstance(dims, Integral) else tuple(dims)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, Integral) for d in dims):
+        raise EmuError(f"kernel {kernel!r}: {what} must be an int or a tuple of 1 to 3 ints, "
+                       f"got {dims!r}")
+    dims = tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+    for axis, (size, limit) in enumerate(zip(dims, limits)):
+        if not 1 <= size <= limit:
+            raise EmuError(f"kernel {kernel!r}: {what} dimension {'xyz'[axis]} is {size}, "
+                           f"must be in [1, {limit}]")
+    return dims
+
+
+def _marshal(kernel: str, param: KernelParam, arg: object) -> ctypes._SimpleCData:
+    """The C value passed for `param`, after checking `arg` fits it."""
+    where = f"kernel {kernel!r}: parameter {param.name!r} ({param.ctype})"
+    if param.is_pointer:
+        dtype = POINTER_DTYPES[_element_type(param)]
+        if not isinstance(arg, np.ndarray):
+            raise EmuError(f"{where} expects a numpy array, got {type(arg).__name__}")
+        if arg.dtype != dtype:
+            raise EmuError(f"{where} expects dtype {dtype}, got {arg.dtype}")
+        if not arg.flags.c_contiguous:
+            raise EmuError(f"{where} expects a C-contiguous array")
+        if not param.ctype.startswith("const") and not arg.flags.writeable:
+            raise EmuError(f"{where} is written by the kernel but the array is read-only")
+        return ctypes.c_void_p(arg.ctypes.data)
+    carrier = SCALAR_CTYPES[param.ctype]
+    wanted = Real if param.ctype == "float" else Integral
+    if isinstance(arg, bool | np.bool_) or not isinstance(arg, wanted):
+        raise EmuError(f"{where} expects {'a float' if wanted is Real else 'an int'}, "
+                       f"got {type(arg).__name__}")
+    if carrier is ctypes.c_float:
+        return carrier(float(arg))
+    bits = 8 * ctypes.sizeof(carrier)
+    if not -(2 ** (bits - 1)) <= int(arg) < 2 ** (bits - 1):
+        raise EmuError(f"{where}: {arg} does not fit in {bits} bits")
+    return carrier(int(arg))

@@ -1,0 +1,363 @@
+"""The ONNX frontend: an ONNX ``ModelProto`` becomes a ``func.func @main`` of ``graph`` ops.
+
+Function arguments are the graph inputs that are not initializers, results the graph
+outputs, both in ONNX order; ``tm.inputs`` / ``tm.outputs`` keep their original ONNX names.
+Initializers and ``Constant`` nodes become ``graph.weight "<name>"`` ops, emitted at first
+use, whose arrays go to ``ImportedModel.weights``: the IR text never holds tensor data.
+Every shape comes from ``onnx.shape_inference`` (strict mode) and must be static; the only
+element type is float32. A model this importer cannot take (unsupported op, attribute,
+dtype, dynamic shape, unreadable file) raises a one-line ``FrontendError`` naming the node
+or value at fault.
+
+    tm-opt model.onnx            # prints the graph IR
+    import_onnx("model.onnx")    # ImportedModel(module, weights, input_names, output_names)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import AttributeProto, NodeProto, TensorProto, TensorShapeProto, numpy_helper
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, Float32Type, ModuleOp, StringAttr, TensorType
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from tmlir.dialects import graph
+
+SUPPORTED_OPS: tuple[str, ...] = (
+    "Add", "Constant", "Div", "Gemm", "Identity", "MatMul", "Mul", "Relu", "Sigmoid", "Sub",
+    "Tanh",
+)
+_BINARY = {"Add": graph.AddOp, "Sub": graph.SubOp, "Mul": graph.MulOp, "Div": graph.DivOp}
+_UNARY = {"Relu": graph.ReluOp, "Sigmoid": graph.SigmoidOp, "Tanh": graph.TanhOp}
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+_INT, _FLOAT = AttributeProto.INT, AttributeProto.FLOAT
+_ATTRIBUTES: dict[str, dict[str, int]] = {  # op type -> supported attribute -> its type
+    "Gemm": {"transA": _INT, "transB": _INT, "alpha": _FLOAT, "beta": _FLOAT},
+    "Constant": {"value": AttributeProto.TENSOR, "value_float": _FLOAT,
+                 "value_floats": AttributeProto.FLOATS},
+}
+
+
+class FrontendError(ValueError):
+    """A model the frontend cannot import; the message is one line naming the culprit."""
+
+
+@dataclass
+class ImportedModel:
+    """The result of ``import_onnx``: a verified module and the weights it refers to."""
+
+    module: ModuleOp
+    weights: dict[str, np.ndarray] = field(repr=False)
+    """``graph.weight`` name -> float32 C-contiguous array (used initializers, Constants)."""
+    input_names: list[str]
+    output_names: list[str]
+
+
+def sanitize_name(name: str) -> str | None:
+    """An SSA name hint (C identifier characters) for an ONNX value name; None if empty.
+
+    ``onnx::MatMul_12`` -> ``onnx__MatMul_12``, ``/layer1/Relu_output_0`` ->
+    ``layer1_Relu_output_0``, ``fc.weight`` -> ``fc_weight``, ``0`` -> ``v0``. xDSL then
+    drops a trailing ``_<digits>`` from a hint and renumbers clashes when it prints.
+    """
+    hint = re.sub(r"\W", "_", re.sub(r"^\W+|\W+$", "", name, flags=re.ASCII), flags=re.ASCII)
+    if not hint:
+        return None
+    return f"v{hint}" if hint[0].isdigit() else hint
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _static_type(
+    elem_type: int, dims: Sequence[int | TensorShapeProto.Dimension] | None, what: str
+) -> TensorType:
+    """The float32 tensor type of a value, or a FrontendError saying why there is none."""
+    if elem_type != TensorProto.FLOAT:
+        names = TensorProto.DataType
+        dtype = names.Name(elem_type) if elem_type in names.values() else f"#{elem_type}"
+        raise FrontendError(f"{what}: unsupported dtype {dtype} (supported: float32)")
+    if dims is None:
+        raise FrontendError(f"{what}: shape is unknown; only static shapes are supported")
+    shape = []
+    for i, dim in enumerate(dims):
+        if isinstance(dim, int) or dim.HasField("dim_value"):
+            shape.append(dim if isinstance(dim, int) else dim.dim_value)
+        else:
+            param = f"'{dim.dim_param}'" if dim.HasField("dim_param") else "(unnamed)"
+            raise FrontendError(f"{what}: dynamic dimension {param} is not supported (dim {i})")
+    return TensorType(Float32Type(), shape)
+
+
+def _value_type(infos: dict[str, onnx.ValueInfoProto], name: str, what: str) -> TensorType:
+    info = infos.get(name)
+    if info is None or not info.type.HasField("tensor_type"):
+        raise FrontendError(f"{what}: type is unknown (not a tensor, or shape inference "
+                            "could not determine it)")
+    tensor = info.type.tensor_type
+    return _static_type(tensor.elem_type,
+                        tensor.shape.dim if tensor.HasField("shape") else None, what)
+
+
+def _node_label(node: NodeProto, index: int) -> str:
+    op = node.op_type if node.domain in _DEFAULT_DOMAINS else f"{node.domain}.{node.op_type}"
+    return f"node '{node.name}' ({op})" if node.name else f"node #{index} ({op})"
+
+
+def _attributes(node: NodeProto, label: str) -> dict[str, object]:
+    """The node's attribute values; a FrontendError for any the op does not support."""
+    allowed, found = _ATTRIBUTES.get(node.op_type, {}), {}
+    for attr in node.attribute:
+        if attr.name not in allowed:
+            raise FrontendError(f"{label}: unsupported attribute '{attr.name}'")
+        if attr.type != allowed[attr.name]:
+            expected = AttributeProto.AttributeType.Name(allowed[attr.name])
+            raise FrontendError(f"{label}: attribute '{attr.name}' must be {expected}")
+        found[attr.name] = onnx.helper.get_attribute_value(attr)
+    for flag in ("transA", "transB"):
+        if found.get(flag, 0) not in (0, 1):
+            raise FrontendError(f"{label}: unsupported value {found[flag]} of attribute "
+                                f"'{flag}' (expected 0 or 1)")
+    if node.op_type == "Constant" and len(found) != 1:
+        raise FrontendError(f"{label}: expected exactly one of the attributes "
+                            f"{', '.join(map(repr, allowed))}")
+    return found
+
+
+def _load(model: onnx.ModelProto | bytes | str | os.PathLike[str],
+          source: str | None) -> onnx.ModelProto:
+    if isinstance(model, onnx.ModelProto):
+        return model
+    is_bytes = isinstance(model, bytes | bytearray)
+    where = (source or "<bytes>") if is_bytes else os.fspath(model)
+    try:
+        proto = onnx.load_model_from_string(bytes(model)) if is_bytes else onnx.load(where)
+    except Exception as exc:  # DecodeError, OSError, missing external data
+        raise FrontendError(f"cannot parse ONNX model from '{where}': {_one_line(exc)}") from exc
+    if not proto.HasField("graph"):
+        raise FrontendError(f"cannot parse ONNX model from '{where}': not an ONNX model "
+                            "(it has no graph)")
+    return proto
+
+
+def _initializer_type(tensor: TensorProto) -> TensorType:
+    return _static_type(tensor.data_type, tensor.dims, f"initializer '{tensor.name}'")
+
+
+def _check_graph(graph_proto: onnx.GraphProto) -> None:
+    """Errors that shape inference would report less clearly, or not at all."""
+    for index, node in enumerate(graph_proto.node):  # the most fundamental error first
+        if node.op_type not in SUPPORTED_OPS or node.domain not in _DEFAULT_DOMAINS:
+            raise FrontendError(f"{_node_label(node, index)}: unsupported op type; "
+                                f"supported: {', '.join(SUPPORTED_OPS)}")
+    initializers = {t.name: t for t in graph_proto.initializer}
+    infos = {i.name: i for i in graph_proto.input}
+    for name in [n for n in infos if n not in initializers]:
+        _value_type(infos, name, f"input '{name}'")
+    defined = set(infos) | set(initializers)
+    for index, node in enumerate(graph_proto.node):
+        label = _node_label(node, index)
+        attributes = _attributes(node, label)
+        if len(node.output) != 1 or not node.output[0]:
+            raise FrontendError(f"{label}: expected 1 output, got {len(node.output)}")
+        for name in node.input:
+            if name in initializers:
+                _initializer_type(initializers[name])
+            elif name and name not in defined:
+                raise FrontendError(f"{label}: input '{name}' is not produced by any earlier "
+                                    "node, graph input or initializer")
+        if node.output[0] in defined:
+            raise FrontendError(f"{label}: value '{node.output[0]}' is defined twice")
+        defined.add(node.output[0])
+        if isinstance(value := attributes.get("value"), TensorProto):
+            _static_type(value.data_type, value.dims, f"{label}: value '{node.output[0]}'")
+    for output in graph_proto.output:
+        if output.name in initializers:
+            _initializer_type(initializers[output.name])
+        elif output.name not in defined:
+            raise FrontendError(f"output '{output.name}' is not produced by any node, "
+                                "graph input or initializer")
+
+
+def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
+    try:
+        return onnx.shape_inference.infer_shapes(proto, strict_mode=True)
+    except Exception as exc:  # InferenceError, ValidationError: one line per failing node
+        lines = str(exc).replace("[ShapeInferenceError] Inference error(s): ", "").splitlines()
+        first = lines[0].strip() if lines else type(exc).__name__
+        match = re.match(r"\(op_type:(\w+), node name: ([^)]*)\): (?:\[\w+\] )?(.*)", first)
+        if match:
+            first = "node '{1}' ({0}): {2}".format(*match.groups())
+        raise FrontendError(f"shape inference failed: {first}") from exc
+
+
+class _GraphImporter:
+    """Builds the body of ``@main`` node by node; ``values`` maps ONNX names to SSA values."""
+
+    def __init__(self, graph_proto: onnx.GraphProto, base_dir: str) -> None:
+        self.graph, self.base_dir = graph_proto, base_dir  # base_dir: of external data
+        self.initializers = {t.name: t for t in graph_proto.initializer}
+        self.infos = {v.name: v for v in (*graph_proto.input, *graph_proto.value_info,
+                                          *graph_proto.output)}
+        self.values: dict[str, SSAValue] = {}
+        self.weights: dict[str, np.ndarray] = {}
+        self.block = Block()
+        self.label = "graph"
+
+    def run(self) -> tuple[func.FuncOp, list[str]]:
+        inputs = [i.name for i in self.graph.input if i.name not in self.initializers]
+        for name in inputs:
+            arg_type = _value_type(self.infos, name, f"input '{name}'")
+            arg = self.block.insert_arg(arg_type, len(self.block.args))
+            arg.name_hint = sanitize_name(name)
+            self.values[name] = arg
+        converters = self.converters()
+        for index, node in enumerate(self.graph.node):
+            self.label = _node_label(node, index)
+            converters[node.op_type](node)
+        self.label = "graph"
+        outputs = [self.value(out.name) for out in self.graph.output]
+        self.block.add_op(func.ReturnOp(*outputs))
+        function = func.FuncOp("main", ([a.type for a in self.block.args],
+                                        [v.type for v in outputs]), Region(self.block))
+        function.attributes["tm.inputs"] = ArrayAttr([StringAttr(n) for n in inputs])
+        function.attributes["tm.outputs"] = ArrayAttr(
+            [StringAttr(o.name) for o in self.graph.output])
+        return function, inputs
+
+    # -- values, weights and operands -------------------------------------------------------
+
+    def value(self, name: str) -> SSAValue:
+        """The SSA value of an ONNX value name; an initializer becomes a weight on first use."""
+        if name not in self.values:
+            tensor = self.initializers[name]  # _check_graph made sure it is one
+            try:
+                array = numpy_helper.to_array(tensor, self.base_dir)
+            except Exception as exc:  # e.g. external data that was not loaded
+                raise FrontendError(f"initializer '{name}': cannot read its data: "
+                                    f"{_one_line(exc)}") from exc
+            self.add_weight(name, array)
+        return self.values[name]
+
+    def add_weight(self, name: str, array: np.ndarray) -> None:
+        """A ``graph.weight`` for `array` (_check_graph made sure that it is float32)."""
+        self.weights[name] = np.asarray(array, dtype=np.float32, order="C")
+        self.define(name, graph.WeightOp(name, TensorType(Float32Type(), array.shape)))
+
+    def define(self, name: str, op: Operation) -> None:
+        """Append `op`, the definition of the ONNX value `name`, and verify it."""
+        op.results[0].name_hint = sanitize_name(name)
+        self.block.add_op(op)
+        try:
+            op.verify()
+        except VerifyException as exc:
+            raise FrontendError(f"{self.label}: {_one_line(exc)}") from exc
+        self.values[name] = op.results[0]
+
+    def result_type(self, node: NodeProto) -> TensorType:
+        name = node.output[0]
+        return _value_type(self.infos, name, f"{self.label}: output '{name}'")
+
+    def inputs(self, node: NodeProto, required: int, optional: int = 0) -> list[SSAValue | None]:
+        """The node's operands; missing optional ones (absent or ``""``) are None."""
+        names = list(node.input)
+        while names and not names[-1]:
+            names.pop()
+        if not required <= len(names) <= required + optional or "" in names[:required]:
+            count = f"{required}" + (f" to {required + optional}" if optional else "")
+            raise FrontendError(f"{self.label}: expected {count} inputs, got {len(names)}")
+        values = [self.value(n) if n else None for n in names]
+        return values + [None] * (required + optional - len(values))
+
+    # -- one converter per op type ---------------------------------------------------------
+
+    def converters(self) -> dict[str, Callable[[NodeProto], None]]:
+        table: dict[str, Callable[[NodeProto], None]] = {
+            "MatMul": self.matmul, "Gemm": self.gemm, "Identity": self.identity,
+            "Constant": self.constant,
+            **{op: self.binary for op in _BINARY}, **{op: self.unary for op in _UNARY},
+        }
+        assert set(table) == set(SUPPORTED_OPS)
+        return table
+
+    def binary(self, node: NodeProto) -> None:
+        lhs, rhs = self.inputs(node, 2)
+        self.define(node.output[0], _BINARY[node.op_type](lhs, rhs, self.result_type(node)))
+
+    def unary(self, node: NodeProto) -> None:
+        (x,) = self.inputs(node, 1)
+        self.define(node.output[0], _UNARY[node.op_type](x))
+
+    def identity(self, node: NodeProto) -> None:
+        (self.values[node.output[0]],) = self.inputs(node, 1)
+
+    def matmul(self, node: NodeProto) -> None:
+        lhs, rhs = self.inputs(node, 2)
+        shapes = [list(v.type.get_shape()) for v in (lhs, rhs)]
+        if min(len(s) for s in shapes) < 2:
+            raise FrontendError(f"{self.label}: 1-D MatMul operands are not supported yet "
+                                f"(shapes {shapes[0]} and {shapes[1]})")
+        self.define(node.output[0], graph.MatmulOp(lhs, rhs, self.result_type(node)))
+
+    def gemm(self, node: NodeProto) -> None:
+        attrs = _attributes(node, self.label)
+        a, b, c = self.inputs(node, 2, optional=1)
+        for operand, what in ((a, "A"), (b, "B")):
+            if len(operand.type.get_shape()) != 2:
+                raise FrontendError(f"{self.label}: operand {what} must be 2-D, "
+                                    f"got shape {list(operand.type.get_shape())}")
+        result_type = self.result_type(node)
+        if c is not None:  # unidirectional broadcast of C to (M, N)
+            bias, out = list(c.type.get_shape()), list(result_type.get_shape())
+            if len(bias) > 2 or any(d not in (1, o) for d, o in zip(bias[::-1], out[::-1])):
+                raise FrontendError(f"{self.label}: C of shape {bias} does not broadcast to "
+                                    f"the result shape {out}")
+        op = graph.MatmulOp(
+            a, b, result_type, c,
+            transpose_lhs=attrs.get("transA", 0) == 1,
+            transpose_rhs=attrs.get("transB", 0) == 1,
+            alpha=float(attrs.get("alpha", 1.0)),
+            beta=float(attrs.get("beta", 1.0)) if c is not None else 1.0,
+        )
+        self.define(node.output[0], op)
+
+    def constant(self, node: NodeProto) -> None:
+        self.inputs(node, 0)
+        (value,) = _attributes(node, self.label).values()
+        array = numpy_helper.to_array(value) if isinstance(value, TensorProto) else np.array(value)
+        self.add_weight(node.output[0], array)
+
+
+def import_onnx(
+    model: onnx.ModelProto | bytes | str | os.PathLike[str], *, source: str | None = None
+) -> ImportedModel:
+    """Import an ONNX model given as a ModelProto, its serialized bytes, or a file path.
+
+    `source` names the model in error messages and in the module's ``graph.source``
+    attribute, and its folder holds any external data; it defaults to the path when `model`
+    is one. Raises FrontendError for
+    anything the frontend cannot import; the returned module is verified.
+    """
+    if source is None and isinstance(model, str | os.PathLike):
+        source = os.fspath(model)
+    proto = _load(model, source)
+    _check_graph(proto.graph)
+    importer = _GraphImporter(_infer_shapes(proto).graph, os.path.dirname(source or ""))
+    function, input_names = importer.run()
+    module = ModuleOp([function])
+    if source is not None:
+        module.attributes["graph.source"] = StringAttr(source)
+    try:
+        module.verify()
+    except VerifyException as exc:  # each op was verified as it was built: not expected
+        raise FrontendError(f"imported module does not verify: {_one_line(exc)}") from exc
+    return ImportedModel(module, importer.weights, input_names,
+                         [o.name for o in proto.graph.output])
