@@ -1,0 +1,52 @@
+# Models the frontend cannot import: one "tm-opt: error:" line each, exit status 1.
+# RUN: python %s %t
+# RUN: not tm-opt %t.dynamic.onnx 2>&1 | filecheck %s --check-prefix=DYNAMIC
+# RUN: not tm-opt %t.dtype.onnx 2>&1 | filecheck %s --check-prefix=DTYPE
+# RUN: not tm-opt %t.matmul1d.onnx 2>&1 | filecheck %s --check-prefix=MATMUL1D
+# RUN: not tm-opt %t.attribute.onnx 2>&1 | filecheck %s --check-prefix=ATTRIBUTE
+# RUN: not tm-opt %t.garbage.onnx 2>&1 | filecheck %s --check-prefix=GARBAGE
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def save(path, nodes, inputs, outputs, initializers=()):
+    graph = helper.make_graph(
+        nodes, "test",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
+        [numpy_helper.from_array(np.zeros(s, np.float32), n) for n, s in initializers])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    onnx.save(model, path)
+
+
+# DYNAMIC: tm-opt: error: input 'x': dynamic dimension 'batch' is not supported (dim 0)
+save(f"{sys.argv[1]}.dynamic.onnx", [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+     [("x", ["batch", 4])], [("y", None)])
+
+# DTYPE: tm-opt: error: initializer 'w': unsupported dtype INT64 (supported: float32)
+model = helper.make_model(helper.make_graph(
+    [helper.make_node("Add", ["x", "w"], ["y"], name="add")], "test",
+    [helper.make_tensor_value_info("x", TensorProto.INT64, [2])],
+    [helper.make_tensor_value_info("y", TensorProto.INT64, None)],
+    [numpy_helper.from_array(np.ones([2], np.int64), "w")],
+), opset_imports=[helper.make_opsetid("", 17)])
+model.graph.input[0].type.tensor_type.elem_type = TensorProto.FLOAT  # only w is wrong
+model.ir_version = 10
+onnx.save(model, f"{sys.argv[1]}.dtype.onnx")
+
+# MATMUL1D: tm-opt: error: node 'mm' (MatMul): 1-D MatMul operands are not supported yet (shapes [2, 4] and [4])
+save(f"{sys.argv[1]}.matmul1d.onnx", [helper.make_node("MatMul", ["x", "v"], ["y"], name="mm")],
+     [("x", [2, 4]), ("v", [4])], [("y", None)])
+
+# ATTRIBUTE: tm-opt: error: node 'fc' (Gemm): unsupported value 2 of attribute 'transB' (expected 0 or 1)
+save(f"{sys.argv[1]}.attribute.onnx",
+     [helper.make_node("Gemm", ["x", "w"], ["y"], name="fc", transB=2)],
+     [("x", [2, 4]), ("w", [4, 4])], [("y", None)])
+
+# GARBAGE: tm-opt: error: cannot parse ONNX model from '{{.*}}.garbage.onnx': {{.+}}
+with open(f"{sys.argv[1]}.garbage.onnx", "wb") as f:
+    f.write(b"this is not an ONNX model")
