@@ -183,10 +183,12 @@ class _KernelPrinter:
         op = value.owner
         if isinstance(op, arith.ConstantOp):
             return True
-        if not isinstance(op, _PURE) or value.name_hint is not None:
-            return False
         uses = list(value.uses)
-        return len(uses) == 1 and uses[0].operation.parent_block() is op.parent_block()
+        if value.name_hint is not None or len(uses) != 1:
+            return False
+        if isinstance(op, memref.LoadOp):  # read right where it is used: no store in between
+            return uses[0].operation is op.next_op
+        return isinstance(op, _PURE) and uses[0].operation.parent_block() is op.parent_block()
 
     def expr(self, value: SSAValue) -> str:
         if value in self.values:
@@ -205,6 +207,8 @@ class _KernelPrinter:
                 if isinstance(value, IntegerAttr):
                     return ("true" if value.value.data else "false") if c_type(value.type) == "bool" \
                         else str(value.value.data)
+            case memref.LoadOp():
+                return self.access(op.memref, op.indices)
             case arith.CmpiOp():
                 return f"({e(op.lhs)} {_CMP[arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]]} {e(op.rhs)})"
             case arith.CmpfOp():
@@ -264,7 +268,8 @@ class _KernelPrinter:
             case tmgpu.BarrierOp():
                 self.emit("__syncthreads();")
             case memref.LoadOp():
-                self.bind(op.res, self.access(op.memref, op.indices))
+                if not self.inlined(op.res):
+                    self.bind(op.res, self.access(op.memref, op.indices))
             case memref.StoreOp():
                 self.emit(f"{self.access(op.memref, op.indices)} = {_strip(self.expr(op.value))};")
             case scf.ForOp():
