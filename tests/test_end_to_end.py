@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from models import make_model, mlp, run_onnxruntime
 from onnx import helper
 
 import tmlir
-from models import make_model, mlp, run_onnxruntime
 from tmlir.backends.ptx import compile_ptx, ptx_kernel_names
 
 RTOL = 1e-4  # fp32 accumulation order differs from onnxruntime's

@@ -8,10 +8,10 @@ import sys
 import numpy as np
 import onnx
 import pytest
+from models import make_model, mlp
 from onnx import helper
 
 import tmlir
-from models import make_model, mlp
 from tmlir.frontends.onnx import FrontendError
 from tmlir.runtime.session import SessionError
 

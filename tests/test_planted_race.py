@@ -5,9 +5,9 @@ result; with the barrier, the right one."""
 from __future__ import annotations
 
 import numpy as np
-
 from models import make_model
 from onnx import helper
+
 from tmlir.backends.cuda_c import emit_cuda
 from tmlir.backends.emu import compile_emu
 from tmlir.dialects import tmgpu

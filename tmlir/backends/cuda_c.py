@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import IO, ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, math as xmath, memref, scf
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import (
     DictionaryAttr,
     Float32Type,
@@ -27,7 +28,6 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
-    MemRefType,
     ModuleOp,
     StringAttr,
 )
@@ -357,7 +357,7 @@ def _kernel_comment(kernel: tmgpu.KernelOp) -> str:
             f"{f' ({listed})' if listed else ''}, {kernel.block.data} threads per block\n")
 
 
-def _plan(function: func.FuncOp, kernels: dict[str, KernelInfo]):
+def _plan(function: func.FuncOp):
     block = function.body.block
     names = _Names()
     inputs = _string_list(function, "tm.inputs")
@@ -398,18 +398,16 @@ def _string_list(function: func.FuncOp, key: str) -> list[str]:
     return [s.data for s in attr.data] if attr is not None else []
 
 
-def _host_code(buffers: tuple[BufferSpec, ...], launches: tuple[LaunchSpec, ...],
-               kernels: dict[str, KernelInfo]) -> str:
+def _host_code(buffers: tuple[BufferSpec, ...], launches: tuple[LaunchSpec, ...]) -> str:
     lines = ["#if defined(__CUDACC__) && !defined(__CUDACC_RTC__)",
              "// Host launch sequence. buffers[i] are device pointers:"]
     for i, buf in enumerate(buffers):
         shape = "x".join(map(str, buf.shape))
-        lines.append(f"//   [{i}] {buf.name}: float[{shape}] ({buf.kind}{' ' + repr(buf.source) if buf.source else ''})")
-    lines.append("extern \"C\" void tmlir_run(float* const* buffers, cudaStream_t stream) {")
+        origin = f" {buf.source!r}" if buf.source else ""
+        lines.append(f"//   [{i}] {buf.name}: float[{shape}] ({buf.kind}{origin})")
+    lines.append('extern "C" void tmlir_run(float* const* buffers, cudaStream_t stream) {')
     for launch in launches:
-        sig = kernels[launch.kernel].signature
         args = ", ".join(f"buffers[{a}]" for a in launch.args)
-        del sig
         lines.append(f"  {launch.kernel}<<<{launch.grid}, {launch.block}, 0, stream>>>({args});")
     lines += ["}", "#endif"]
     return "\n".join(lines) + "\n"
@@ -434,8 +432,8 @@ def emit_cuda(module: ModuleOp) -> CudaProgram:
     buffers: tuple[BufferSpec, ...] = ()
     launches: tuple[LaunchSpec, ...] = ()
     if functions:
-        buffers, launches = _plan(functions[0], kernels)
-        chunks.append(_host_code(buffers, launches, kernels))
+        buffers, launches = _plan(functions[0])
+        chunks.append(_host_code(buffers, launches))
     return CudaProgram("\n".join(chunks), tuple(kernels.values()), buffers, launches)
 
 

@@ -11,14 +11,14 @@ weight returned as is) gets a copy kernel. Only float32 tensors are supported.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, math as xmath
+from xdsl.dialects import arith, func
+from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import Float32Type, FunctionType, MemRefType, ModuleOp, TensorType
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 

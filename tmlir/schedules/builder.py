@@ -94,6 +94,18 @@ class IRBuilder:
     def _binary(self, op_type, a: Index, b: Index, name: str | None) -> SSAValue:
         return self.insert(op_type(self.value(a), self.value(b)), name).results[0]
 
+    # ---- buffers ---------------------------------------------------------------------
+    def load(self, buffer: SSAValue, indices: Sequence[Index], guard: Sequence[int] = (),
+             name: str | None = None) -> SSAValue:
+        """``tm.load`` (indices materialized; `guard`: dims checked against the shape)."""
+        op = tm.LoadOp(buffer, [self.value(i) for i in indices], guard)
+        return self.insert(op, name).results[0]
+
+    def store(self, value: SSAValue, buffer: SSAValue, indices: Sequence[Index],
+              guard: Sequence[int] = ()) -> None:
+        """``tm.store`` (indices materialized; `guard`: dims checked against the shape)."""
+        self.insert(tm.StoreOp(value, buffer, [self.value(i) for i in indices], guard))
+
     # ---- floating point -----------------------------------------------------------------
     def f32(self, x: float) -> SSAValue:
         return self.insert(arith.ConstantOp(FloatAttr(x, Float32Type()))).results[0]

@@ -5,8 +5,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DictionaryAttr, Float32Type, IntegerAttr, MemRefType, StringAttr, i64
-from xdsl.ir import Attribute, SSAValue
+from xdsl.dialects.builtin import (
+    DictionaryAttr,
+    Float32Type,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    i64,
+)
+from xdsl.ir import Attribute
 
 from tmlir.schedules.builder import Index, IRBuilder
 
@@ -43,10 +50,6 @@ def broadcast_index(coords: Sequence[Index], out_shape: Sequence[int],
         0 if extent == 1 and out_shape[d + offset] != 1 else coords[d + offset]
         for d, extent in enumerate(in_shape)
     ]
-
-
-def values(b: IRBuilder, indices: Sequence[Index]) -> list[SSAValue]:
-    return [b.value(i) for i in indices]
 
 
 def name_args(kernel, names: Sequence[str]) -> None:

@@ -24,7 +24,6 @@ from tmlir.schedules.common import (
     kernel_attributes,
     name_args,
     unravel,
-    values,
 )
 
 #: Computes the output element from the loaded operand elements.
@@ -74,7 +73,7 @@ def elementwise_kernel(
                 index = broadcast_index(coords, out_shape, shape)
                 offset = len(out_shape) - len(shape)
                 guard = [0] if tail and offset == 0 and not (shape[0] == 1 != out_shape[0]) else []
-                loaded.append(b.insert(tm.LoadOp(arg, values(b, index), guard), "x").results[0])
+                loaded.append(b.load(arg, index, guard, name="x"))
             result = compute(b, loaded)
-            b.insert(tm.StoreOp(result, output, values(b, coords), [0] if tail else []))
+            b.store(result, output, coords, [0] if tail else [])
     return kernel

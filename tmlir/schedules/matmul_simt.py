@@ -33,7 +33,6 @@ from tmlir.schedules.common import (
     kernel_attributes,
     name_args,
     unravel,
-    values,
 )
 
 
@@ -122,8 +121,9 @@ def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtPara
         row0 = b.mul(tile_m, P.block_m, "row0")
         col0 = b.mul(tile_n, P.block_n, "col0")
         zero = b.f32(0.0)
-        with b.for_task(thread_grid, tid, ["ti", "tj"]), b.for_task(thread_tile, None, ["i", "j"]) as (i, j):
-            b.insert(tm.StoreOp(zero, acc, [i, j]))
+        with b.for_task(thread_grid, tid, ["ti", "tj"]):
+            with b.for_task(thread_tile, None, ["i", "j"]) as (i, j):
+                b.store(zero, acc, [i, j])
 
         with b.loop(0, math.ceil(p.k / P.block_k), name="k0") as k0:
             k_base = b.mul(k0, P.block_k, "kbase")
@@ -138,31 +138,30 @@ def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtPara
             with b.loop(0, P.block_k, unroll=True, name="kk") as kk:
                 with b.for_task(thread_grid, tid, ["ti", "tj"]) as (ti, tj):
                     with b.for_task(thread_tile, None, ["i", "j"]) as (i, j):
-                        av = b.insert(tm.LoadOp(a_smem, [kk, b.value(b.add(b.mul(ti, P.thread_m), i))]), "a").results[0]
-                        bv = b.insert(tm.LoadOp(b_smem, [kk, b.value(b.add(b.mul(tj, P.thread_n), j))]), "b").results[0]
-                        cv = b.insert(tm.LoadOp(acc, [i, j])).results[0]
+                        av = b.load(a_smem, [kk, b.add(b.mul(ti, P.thread_m), i)], name="a")
+                        bv = b.load(b_smem, [kk, b.add(b.mul(tj, P.thread_n), j)], name="b")
                         prod = b.fop(arith.MulfOp, av, bv)
-                        b.insert(tm.StoreOp(b.fop(arith.AddfOp, cv, prod), acc, [i, j]))
+                        b.store(b.fop(arith.AddfOp, b.load(acc, [i, j]), prod), acc, [i, j])
             b.insert(tm.BarrierOp())
 
         with b.for_task(thread_grid, tid, ["ti", "tj"]) as (ti, tj):
             with b.for_task(thread_tile, None, ["i", "j"]) as (i, j):
                 row = b.add(row0, b.add(b.mul(ti, P.thread_m), i), "row")
                 col = b.add(col0, b.add(b.mul(tj, P.thread_n), j), "col")
-                value = b.insert(tm.LoadOp(acc, [i, j]), "sum").results[0]
+                value = b.load(acc, [i, j], name="sum")
                 if p.alpha != 1.0:
                     value = b.fop(arith.MulfOp, value, b.f32(p.alpha))
                 out_coords = [*batch_coords, row, col]
                 if bias is not None and p.bias_shape is not None:
                     index = broadcast_index(out_coords, p.out_shape, p.bias_shape)
                     guards = _guards(index, out_coords, p.bias_shape, p.out_shape, guard_m, guard_n)
-                    bv = b.insert(tm.LoadOp(bias, values(b, index), guards), "bias").results[0]
+                    bv = b.load(bias, index, guards, name="bias")
                     if p.beta != 1.0:
                         bv = b.fop(arith.MulfOp, bv, b.f32(p.beta))
                     value = b.fop(arith.AddfOp, value, bv)
                 rank = len(p.out_shape)
                 guard = [d for d, g in ((rank - 2, guard_m), (rank - 1, guard_n)) if g]
-                b.insert(tm.StoreOp(value, c, values(b, out_coords), guard))
+                b.store(value, c, out_coords, guard)
     return kernel
 
 
@@ -200,5 +199,4 @@ def _load_tile(
         index = [*operand_batch, *((gk, go) if transposed else (go, gk))]
         guard_o, guard_k = (rank - 1, rank - 2) if transposed else (rank - 2, rank - 1)
         guard = sorted(d for d, g in ((guard_o, o_guard), (guard_k, k_guard)) if g)
-        v = b.insert(tm.LoadOp(src, values(b, index), guard)).results[0]
-        b.insert(tm.StoreOp(v, smem, [k, o]))
+        b.store(b.load(src, index, guard), smem, [k, o])
