@@ -92,7 +92,8 @@ class KernelInfo:
 
 @dataclass(frozen=True)
 class BufferSpec:
-    """A device buffer of the launch plan. `kind`: input, output, weight or temp."""
+    """A device buffer of the launch plan. `kind`: input, output, weight, temp or argument
+    (an argument of a host function that does not say which are inputs and outputs)."""
 
     name: str
     shape: tuple[int, ...]
@@ -362,7 +363,9 @@ def _plan(function: func.FuncOp):
     names = _Names()
     inputs = _string_list(function, "tm.inputs")
     outputs = _string_list(function, "tm.outputs")
-    n_in = len(block.args) - len(outputs) if outputs else len(inputs)
+    # Arguments: inputs, then outputs (destination passing), named by tm.inputs/tm.outputs;
+    # a hand-written host function without those attributes has plain "argument"s.
+    n_in = len(block.args) - len(outputs)
     buffers: list[BufferSpec] = []
     index: dict[SSAValue, int] = {}
 
@@ -372,10 +375,12 @@ def _plan(function: func.FuncOp):
                                   tuple(value.type.get_shape()), kind, source))
 
     for i, arg in enumerate(block.args):
-        is_input = i < n_in
-        names_list = inputs if is_input else outputs
-        j = i if is_input else i - n_in
-        add(arg, "input" if is_input else "output", names_list[j] if j < len(names_list) else "")
+        if not inputs and not outputs:
+            add(arg, "argument", "")
+        elif i < n_in:
+            add(arg, "input", inputs[i] if i < len(inputs) else "")
+        else:
+            add(arg, "output", outputs[i - n_in])
     launches = []
     for op in block.ops:
         match op:

@@ -62,10 +62,10 @@ class InferenceSession:
 
             self._module = compile_emu(self.program.source, signatures)
         else:
-            from tmlir.backends.cuda_runtime import CudaModule
+            from tmlir.backends.cuda_runtime import CudaModule, device_arch
             from tmlir.backends.ptx import compile_ptx
 
-            self._module = CudaModule(compile_ptx(self.program.source), signatures)
+            self._module = CudaModule(compile_ptx(self.program.source, device_arch()), signatures)
 
     def get_inputs(self) -> list[IOInfo]:
         return [IOInfo(b.source, b.shape) for b in self._inputs]
