@@ -233,7 +233,13 @@ class MatmulOp(IRDLOperation):
         k2, n = (rhs[-1], rhs[-2]) if self.transpose_rhs else (rhs[-2], rhs[-1])
         if k != k2:
             raise VerifyException(f"contraction sizes differ: lhs has {k}, rhs has {k2}")
-        return broadcast_shapes(lhs[:-2], rhs[:-2]), m, n, k
+        try:
+            batch = broadcast_shapes(lhs[:-2], rhs[:-2])
+        except VerifyException:
+            raise VerifyException(
+                f"batch dimensions {list(lhs[:-2])} and {list(rhs[:-2])} do not broadcast"
+            ) from None
+        return batch, m, n, k
 
     def verify_(self) -> None:
         batch, m, n, _ = self.problem()
@@ -244,7 +250,11 @@ class MatmulOp(IRDLOperation):
             )
         if self.bias is not None:
             bias = tensor_shape(self.bias.type, "bias")
-            if len(bias) > len(out) or broadcast_shapes(bias, out) != out:
+            try:
+                fits = len(bias) <= len(out) and broadcast_shapes(bias, out) == out
+            except VerifyException:
+                fits = False
+            if not fits:
                 raise VerifyException(
                     f"bias shape {list(bias)} does not broadcast to result shape {list(out)}"
                 )

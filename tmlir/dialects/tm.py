@@ -494,7 +494,8 @@ def verify_launch(op: IRDLOperation, kernel: SymbolRefAttr, args, kernel_type) -
     got = [a.type for a in args]
     if expected != got:
         raise VerifyException(
-            f"launch of @{kernel.string_value()}: argument types {got} do not match the kernel's {expected}"
+            f"launch of @{kernel.string_value()}: argument types ({', '.join(map(str, got))})"
+            f" do not match the kernel's ({', '.join(map(str, expected))})"
         )
 
 

@@ -73,7 +73,8 @@ class KernelOp(IRDLOperation):
     def verify_(self) -> None:
         if not 1 <= self.block.data <= MAX_THREADS_PER_BLOCK:
             raise VerifyException(
-                f"kernel @{self.sym_name.data}: block must be in [1, {MAX_THREADS_PER_BLOCK}]"
+                f"kernel @{self.sym_name.data}: block must be in [1, {MAX_THREADS_PER_BLOCK}],"
+                f" got {self.block.data}"
             )
         for arg in self.body.block.args:
             memref_shape(arg.type, f"kernel @{self.sym_name.data} argument")

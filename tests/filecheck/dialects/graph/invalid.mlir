@@ -1,0 +1,118 @@
+// RUN: tm-opt %s --split-input-file --verify-diagnostics | filecheck %s
+//
+// xDSL 0.74's --verify-diagnostics does not read MLIR's `expected-error` annotations: it
+// prints each failing chunk's message and the module with the failing op marked
+// ("| Operation does not verify: <message>"). Each case below checks that line, written
+// just above the op that must fail.
+
+func.func @broadcast_mismatch(%a: tensor<2x3xf32>, %b: tensor<4xf32>) {
+  // CHECK: Operation does not verify: shapes 2x3, 4 do not broadcast
+  %x = graph.add %a, %b : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @result_not_broadcast_shape(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
+  // CHECK: Operation does not verify: result shape [2, 4] does not match broadcast shape [2, 3]
+  %x = graph.mul %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @mixed_element_types(%a: tensor<2x3xf32>, %b: tensor<2x3xf16>) {
+  // CHECK: Operation does not verify: operands and result must have the same element type
+  %x = graph.sub %a, %b : (tensor<2x3xf32>, tensor<2x3xf16>) -> tensor<2x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @dynamic_shape(%a: tensor<?x3xf32>) {
+  // CHECK: Operation does not verify: input must have a static shape, got tensor<?x3xf32>
+  %x = graph.relu %a : tensor<?x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @unary_on_memref(%a: memref<3xf32>) {
+  // CHECK: Operation does not verify: input must be a tensor, got memref<3xf32>
+  %x = graph.tanh %a : memref<3xf32>
+  func.return
+}
+
+// -----
+
+func.func @weight_dynamic_shape() {
+  // CHECK: Operation does not verify: weight 'w' must have a static shape, got tensor<?xf32>
+  %w = graph.weight "w" : tensor<?xf32>
+  func.return
+}
+
+// -----
+
+func.func @matmul_rank1(%a: tensor<3xf32>, %b: tensor<3x4xf32>) {
+  // CHECK: Operation does not verify: operands must have rank >= 2, got ranks 1 and 2
+  %x = graph.matmul %a, %b : (tensor<3xf32>, tensor<3x4xf32>) -> tensor<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @matmul_contraction(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
+  // CHECK: Operation does not verify: contraction sizes differ: lhs has 3, rhs has 4
+  %x = graph.matmul %a, %b : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+  func.return
+}
+
+// -----
+
+// transpose_rhs makes the rhs 5x3: its contraction size is 5.
+func.func @matmul_contraction_transposed(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) {
+  // CHECK: Operation does not verify: contraction sizes differ: lhs has 3, rhs has 5
+  %x = graph.matmul %a, %b {transpose_rhs} : (tensor<2x3xf32>, tensor<3x5xf32>) -> tensor<2x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @matmul_result_shape(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) {
+  // CHECK: Operation does not verify: result shape [2, 4] does not match expected [2, 5]
+  %x = graph.matmul %a, %b : (tensor<2x3xf32>, tensor<3x5xf32>) -> tensor<2x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @matmul_batch_mismatch(%a: tensor<3x2x3xf32>, %b: tensor<2x3x5xf32>) {
+  // CHECK: Operation does not verify: batch dimensions [3] and [2] do not broadcast
+  %x = graph.matmul %a, %b : (tensor<3x2x3xf32>, tensor<2x3x5xf32>) -> tensor<3x2x5xf32>
+  func.return
+}
+
+// -----
+
+func.func @matmul_bias_mismatch(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>, %c: tensor<3xf32>) {
+  // CHECK: Operation does not verify: bias shape [3] does not broadcast to result shape [2, 5]
+  %x = graph.matmul %a, %b, %c : (tensor<2x3xf32>, tensor<3x5xf32>, tensor<3xf32>) -> tensor<2x5xf32>
+  func.return
+}
+
+// -----
+
+func.func @matmul_bias_higher_rank(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>, %c: tensor<1x2x5xf32>) {
+  // CHECK: Operation does not verify: bias shape [1, 2, 5] does not broadcast to result shape [2, 5]
+  %x = graph.matmul %a, %b, %c : (tensor<2x3xf32>, tensor<3x5xf32>, tensor<1x2x5xf32>) -> tensor<2x5xf32>
+  func.return
+}
+
+// -----
+
+// The bias broadcasts with the result, but would grow it from 1x5 to 2x5.
+func.func @matmul_bias_grows_result(%a: tensor<1x3xf32>, %b: tensor<3x5xf32>, %c: tensor<2x5xf32>) {
+  // CHECK: Operation does not verify: bias shape [2, 5] does not broadcast to result shape [1, 5]
+  %x = graph.matmul %a, %b, %c : (tensor<1x3xf32>, tensor<3x5xf32>, tensor<2x5xf32>) -> tensor<1x5xf32>
+  func.return
+}

@@ -1,0 +1,186 @@
+// RUN: tm-opt %s --split-input-file --verify-diagnostics | filecheck %s
+//
+// xDSL 0.74's --verify-diagnostics does not read MLIR's `expected-error` annotations: it
+// prints each failing chunk's message and the module with the failing op marked
+// ("| Operation does not verify: <message>"). Each case below checks that line, written
+// just above the op that must fail. Errors the parser reports are in invalid_syntax.mlir.
+
+// CHECK: Operation does not verify: kernel @grid_zero: grid must be >= 1
+tm.kernel @grid_zero(%x: memref<4xf32>) grid(0) block(4) {
+}
+
+// -----
+
+// CHECK: Operation does not verify: kernel @block_too_large: block must be in [1, 1024], got 2048
+tm.kernel @block_too_large(%x: memref<4xf32>) grid(1) block(2048) {
+}
+
+// -----
+
+// CHECK: Operation does not verify: kernel @block_zero: block must be in [1, 1024], got 0
+tm.kernel @block_zero(%x: memref<4xf32>) grid(1) block(0) {
+}
+
+// -----
+
+// CHECK: Operation does not verify: kernel @dynamic_arg argument must have a static shape, got memref<?xf32>
+tm.kernel @dynamic_arg(%x: memref<?xf32>) grid(1) block(4) {
+}
+
+// -----
+
+// CHECK: Operation does not verify: kernel @tensor_arg argument must be a memref, got tensor<4xf32>
+tm.kernel @tensor_arg(%x: tensor<4xf32>) grid(1) block(4) {
+}
+
+// -----
+
+func.func @thread_id_outside_kernel() {
+  // CHECK: Operation does not verify: 'tm.thread_id' must be inside a tm.kernel
+  %t = tm.thread_id
+  func.return
+}
+
+// -----
+
+func.func @block_id_outside_kernel() {
+  // CHECK: Operation does not verify: 'tm.block_id' must be inside a tm.kernel
+  %b = tm.block_id
+  func.return
+}
+
+// -----
+
+tm.kernel @for_task_rank_mismatch(%x: memref<4x4xf32>) grid(1) block(32) {
+  %t = tm.thread_id
+  // CHECK: Operation does not verify: mapping 'spatial(4, 8)' has rank 2 but the body has 1 task indices
+  tm.for_task (%i) in spatial(4, 8) on %t {
+  }
+}
+
+// -----
+
+tm.kernel @for_task_missing_worker(%x: memref<4x4xf32>) grid(1) block(32) {
+  // CHECK: Operation does not verify: mapping 'spatial(4, 8) * repeat(2, 2)' has 32 workers: give a worker id with 'on %w'
+  tm.for_task (%i, %j) in spatial(4, 8) * repeat(2, 2) {
+  }
+}
+
+// -----
+
+func.func @shared_alloc_on_host() {
+  // CHECK: Operation does not verify: a shared buffer cannot be allocated outside a tm.kernel
+  %s = tm.alloc shared : memref<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @register_alloc_on_host() {
+  // CHECK: Operation does not verify: a register buffer cannot be allocated outside a tm.kernel
+  %r = tm.alloc register : memref<4xf32>
+  func.return
+}
+
+// -----
+
+tm.kernel @global_alloc_in_kernel() grid(1) block(32) {
+  // CHECK: Operation does not verify: a global buffer cannot be allocated inside a tm.kernel
+  %g = tm.alloc global : memref<4xf32>
+}
+
+// -----
+
+tm.kernel @dynamic_alloc() grid(1) block(32) {
+  // CHECK: Operation does not verify: shared buffer must have a static shape, got memref<?xf32>
+  %s = tm.alloc shared : memref<?xf32>
+}
+
+// -----
+
+func.func @barrier_outside_kernel() {
+  // CHECK: Operation does not verify: 'tm.barrier' must be inside a tm.kernel
+  tm.barrier
+  func.return
+}
+
+// -----
+
+tm.kernel @load_too_few_indices(%x: memref<4x4xf32>) grid(1) block(4) {
+  %t = tm.thread_id
+  // CHECK: Operation does not verify: expected 2 indices for memref<4x4xf32>, got 1
+  %v = tm.load %x[%t] : memref<4x4xf32>
+}
+
+// -----
+
+tm.kernel @store_too_many_indices(%x: memref<4x4xf32>) grid(1) block(4) {
+  %t = tm.thread_id
+  %c = arith.constant 1.0 : f32
+  // CHECK: Operation does not verify: expected 2 indices for memref<4x4xf32>, got 3
+  tm.store %c, %x[%t, %t, %t] : memref<4x4xf32>
+}
+
+// -----
+
+tm.kernel @guard_dim_out_of_range(%x: memref<4x4xf32>) grid(1) block(4) {
+  %t = tm.thread_id
+  // CHECK: Operation does not verify: guard dimensions [2] must be distinct and in [0, 2)
+  %v = tm.load %x[%t, %t] guard [2] : memref<4x4xf32>
+}
+
+// -----
+
+tm.kernel @guard_dim_negative(%x: memref<4x4xf32>) grid(1) block(4) {
+  %t = tm.thread_id
+  // CHECK: Operation does not verify: guard dimensions [-1] must be distinct and in [0, 2)
+  %v = tm.load %x[%t, %t] guard [-1] : memref<4x4xf32>
+}
+
+// -----
+
+tm.kernel @guard_dim_repeated(%x: memref<4x4xf32>) grid(1) block(4) {
+  %t = tm.thread_id
+  %c = arith.constant 1.0 : f32
+  // CHECK: Operation does not verify: guard dimensions [0, 0] must be distinct and in [0, 2)
+  tm.store %c, %x[%t, %t] guard [0, 0] : memref<4x4xf32>
+}
+
+// -----
+
+func.func @launch_missing_kernel(%x: memref<4xf32>) {
+  // CHECK: Operation does not verify: 'missing' is not a tm.kernel in this module
+  tm.launch @missing(%x) : memref<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @not_a_kernel(%x: memref<4xf32>) {
+  func.return
+}
+func.func @launch_of_function(%x: memref<4xf32>) {
+  // CHECK: Operation does not verify: 'not_a_kernel' is not a tm.kernel in this module
+  tm.launch @not_a_kernel(%x) : memref<4xf32>
+  func.return
+}
+
+// -----
+
+tm.kernel @k(%x: memref<4xf32>) grid(1) block(4) {
+}
+func.func @launch_argument_types(%x: memref<8xf32>) {
+  // CHECK: Operation does not verify: launch of @k: argument types (memref<8xf32>) do not match the kernel's (memref<4xf32>)
+  tm.launch @k(%x) : memref<8xf32>
+  func.return
+}
+
+// -----
+
+tm.kernel @k(%x: memref<4xf32>, %y: memref<4xf32>) grid(1) block(4) {
+}
+func.func @launch_argument_count(%x: memref<4xf32>) {
+  // CHECK: Operation does not verify: launch of @k: argument types (memref<4xf32>) do not match the kernel's (memref<4xf32>, memref<4xf32>)
+  tm.launch @k(%x) : memref<4xf32>
+  func.return
+}

@@ -1,0 +1,93 @@
+// RUN: tm-opt %s | tm-opt | filecheck %s
+// RUN: tm-opt %s --print-op-generic | tm-opt | filecheck %s
+//
+// Every tm op and the #tm.map attribute print in their custom syntax and parse back to
+// the same text.
+
+// CHECK-LABEL: func.func @mapping_attribute()
+// CHECK-SAME:    attributes {tm.mapping = #tm.map<spatial(4, 8) * repeat(2, 2)>, tm.single = #tm.map<repeat(3)>}
+func.func @mapping_attribute() attributes {tm.mapping = #tm.map<spatial(4, 8) * repeat(2, 2)>, tm.single = #tm.map<repeat(3)>} {
+  func.return
+}
+
+// CHECK-LABEL: tm.kernel @ids(%x: memref<64xf32>) grid(2) block(32) attributes {tm.template = "test"} {
+// CHECK-NEXT:    %bid = tm.block_id
+// CHECK-NEXT:    %tid = tm.thread_id
+// CHECK-NEXT:    tm.barrier
+// CHECK-NEXT:  }
+tm.kernel @ids(%x: memref<64xf32>) grid(2) block(32) attributes {tm.template = "test"} {
+  %bid = tm.block_id
+  %tid = tm.thread_id
+  tm.barrier
+}
+
+// CHECK-LABEL: tm.kernel @for_task_on_worker
+// CHECK:         %tid = tm.thread_id
+// CHECK-NEXT:    tm.for_task (%i, %j) in spatial(4, 8) * repeat(2, 2) on %tid {
+// CHECK-NEXT:      %v = tm.load %x[%i, %j] : memref<8x16xf32>
+// CHECK-NEXT:      tm.store %v, %y[%i, %j] : memref<8x16xf32>
+// CHECK-NEXT:    }
+tm.kernel @for_task_on_worker(%x: memref<8x16xf32>, %y: memref<8x16xf32>) grid(1) block(32) {
+  %tid = tm.thread_id
+  tm.for_task (%i, %j) in spatial(4, 8) * repeat(2, 2) on %tid {
+    %v = tm.load %x[%i, %j] : memref<8x16xf32>
+    tm.store %v, %y[%i, %j] : memref<8x16xf32>
+  }
+}
+
+// A mapping with one worker (only repeat atoms) takes no worker.
+// CHECK-LABEL: tm.kernel @for_task_without_worker
+// CHECK-NEXT:    tm.for_task (%i, %j) in repeat(2, 3) {
+// CHECK-NEXT:      %v = tm.load %x[%i, %j] : memref<2x3xf32>
+// CHECK-NEXT:    }
+tm.kernel @for_task_without_worker(%x: memref<2x3xf32>) grid(1) block(1) {
+  tm.for_task (%i, %j) in repeat(2, 3) {
+    %v = tm.load %x[%i, %j] : memref<2x3xf32>
+  }
+}
+
+// CHECK-LABEL: tm.kernel @guards
+// CHECK:         %a = tm.load %x[%i, %j] guard [0] : memref<30x20xf32>
+// CHECK-NEXT:    %b = tm.load %x[%i, %j] guard [0, 1] : memref<30x20xf32>
+// CHECK-NEXT:    %c = tm.load %x[%i, %j] : memref<30x20xf32>
+// CHECK-NEXT:    tm.store %a, %y[%i, %j] guard [1] : memref<30x20xf32>
+// CHECK-NEXT:    tm.store %b, %y[%i, %j] guard [1, 0] : memref<30x20xf32>
+// CHECK-NEXT:    tm.store %c, %y[%i, %j] : memref<30x20xf32>
+tm.kernel @guards(%x: memref<30x20xf32>, %y: memref<30x20xf32>) grid(1) block(32) {
+  %tid = tm.thread_id
+  tm.for_task (%i, %j) in spatial(4, 8) on %tid {
+    %a = tm.load %x[%i, %j] guard [0] : memref<30x20xf32>
+    %b = tm.load %x[%i, %j] guard [0, 1] : memref<30x20xf32>
+    %c = tm.load %x[%i, %j] : memref<30x20xf32>
+    tm.store %a, %y[%i, %j] guard [1] : memref<30x20xf32>
+    tm.store %b, %y[%i, %j] guard [1, 0] : memref<30x20xf32>
+    tm.store %c, %y[%i, %j] : memref<30x20xf32>
+  }
+}
+
+// CHECK-LABEL: tm.kernel @kernel_allocs
+// CHECK-NEXT:    %smem = tm.alloc shared : memref<8x64xf32>
+// CHECK-NEXT:    %acc = tm.alloc register : memref<4x4xf32>
+tm.kernel @kernel_allocs() grid(1) block(32) {
+  %smem = tm.alloc shared : memref<8x64xf32>
+  %acc = tm.alloc register : memref<4x4xf32>
+}
+
+// CHECK-LABEL: func.func @host(%x: memref<64xf32>, %y: memref<64xf32>) {
+// CHECK-NEXT:    %tmp = tm.alloc global : memref<64xf32>
+// CHECK-NEXT:    %w = tm.weight "fc.weight" : memref<64xf32>
+// CHECK-NEXT:    tm.launch @ids(%x) : memref<64xf32>
+// CHECK-NEXT:    tm.launch @copy(%x, %tmp) : memref<64xf32>, memref<64xf32>
+// CHECK-NEXT:    tm.launch @copy(%w, %y) : memref<64xf32>, memref<64xf32>
+// CHECK-NEXT:    func.return
+tm.kernel @copy(%x: memref<64xf32>, %y: memref<64xf32>) grid(2) block(32) {
+  tm.barrier
+}
+func.func @host(%x: memref<64xf32>, %y: memref<64xf32>) {
+  %tmp = tm.alloc global : memref<64xf32>
+  %w = tm.weight "fc.weight" : memref<64xf32>
+  tm.launch @ids(%x) : memref<64xf32>
+  tm.launch @copy(%x, %tmp) : memref<64xf32>, memref<64xf32>
+  tm.launch @copy(%w, %y) : memref<64xf32>, memref<64xf32>
+  func.return
+}

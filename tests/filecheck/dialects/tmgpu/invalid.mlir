@@ -1,0 +1,146 @@
+// RUN: tm-opt %s --split-input-file --verify-diagnostics | filecheck %s
+//
+// xDSL 0.74's --verify-diagnostics does not read MLIR's `expected-error` annotations: it
+// prints each failing chunk's message and the module with the failing op marked
+// ("| Operation does not verify: <message>"). Each case below checks that line, written
+// just above the op that must fail. Errors the parser reports are in invalid_syntax.mlir.
+
+// CHECK: Operation does not verify: kernel @block_too_large: block must be in [1, 1024], got 2048
+tmgpu.kernel @block_too_large(%x: memref<4xf32>) block(2048) {
+  tmgpu.barrier
+}
+
+// -----
+
+// CHECK: Operation does not verify: kernel @block_zero: block must be in [1, 1024], got 0
+tmgpu.kernel @block_zero(%x: memref<4xf32>) block(0) {
+  tmgpu.barrier
+}
+
+// -----
+
+// CHECK: Operation does not verify: kernel @dynamic_arg argument must have a static shape, got memref<?xf32>
+tmgpu.kernel @dynamic_arg(%x: memref<?xf32>) block(4) {
+  tmgpu.barrier
+}
+
+// -----
+
+// CHECK: Operation does not verify: kernel @scalar_arg argument must be a memref, got f32
+tmgpu.kernel @scalar_arg(%x: f32) block(4) {
+  tmgpu.barrier
+}
+
+// -----
+
+func.func @thread_id_outside_kernel() {
+  // CHECK: Operation does not verify: 'tmgpu.thread_id' must be inside a tmgpu.kernel
+  %t = tmgpu.thread_id x
+  func.return
+}
+
+// -----
+
+func.func @block_id_outside_kernel() {
+  // CHECK: Operation does not verify: 'tmgpu.block_id' must be inside a tmgpu.kernel
+  %b = tmgpu.block_id y
+  func.return
+}
+
+// -----
+
+func.func @shared_alloc_on_host() {
+  // CHECK: Operation does not verify: 'tmgpu.shared_alloc' must be inside a tmgpu.kernel
+  %s = tmgpu.shared_alloc : memref<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @local_alloc_on_host() {
+  // CHECK: Operation does not verify: 'tmgpu.local_alloc' must be inside a tmgpu.kernel
+  %r = tmgpu.local_alloc : memref<4xf32>
+  func.return
+}
+
+// -----
+
+tmgpu.kernel @dynamic_shared_alloc() block(4) {
+  // CHECK: Operation does not verify: buffer must have a static shape, got memref<?xf32>
+  %s = tmgpu.shared_alloc : memref<?xf32>
+}
+
+// -----
+
+func.func @barrier_outside_kernel() {
+  // CHECK: Operation does not verify: 'tmgpu.barrier' must be inside a tmgpu.kernel
+  tmgpu.barrier
+  func.return
+}
+
+// -----
+
+tmgpu.kernel @device_alloc_in_kernel() block(4) {
+  // CHECK: Operation does not verify: 'tmgpu.alloc' is a host operation, not allowed in a kernel
+  %g = tmgpu.alloc : memref<4xf32>
+}
+
+// -----
+
+func.func @dynamic_device_alloc() {
+  // CHECK: Operation does not verify: device buffer must have a static shape, got memref<?xf32>
+  %g = tmgpu.alloc : memref<?xf32>
+  func.return
+}
+
+// -----
+
+func.func @launch_missing_kernel(%x: memref<4xf32>) {
+  // CHECK: Operation does not verify: 'missing' is not a tmgpu.kernel in this module
+  tmgpu.launch @missing(%x) grid(1) block(4) : memref<4xf32>
+  func.return
+}
+
+// -----
+
+tm.kernel @tm_kernel(%x: memref<4xf32>) grid(1) block(4) {
+  tm.barrier
+}
+func.func @launch_of_tm_kernel(%x: memref<4xf32>) {
+  // CHECK: Operation does not verify: 'tm_kernel' is not a tmgpu.kernel in this module
+  tmgpu.launch @tm_kernel(%x) grid(1) block(4) : memref<4xf32>
+  func.return
+}
+
+// -----
+
+tmgpu.kernel @k(%x: memref<4xf32>) block(4) {
+  tmgpu.barrier
+}
+func.func @launch_argument_types(%x: memref<8xf32>) {
+  // CHECK: Operation does not verify: launch of @k: argument types (memref<8xf32>) do not match the kernel's (memref<4xf32>)
+  tmgpu.launch @k(%x) grid(1) block(4) : memref<8xf32>
+  func.return
+}
+
+// -----
+
+tmgpu.kernel @k(%x: memref<4xf32>) block(4) {
+  tmgpu.barrier
+}
+func.func @launch_block_mismatch(%x: memref<4xf32>) {
+  // CHECK: Operation does not verify: launch block(8) differs from the kernel's block(4)
+  tmgpu.launch @k(%x) grid(1) block(8) : memref<4xf32>
+  func.return
+}
+
+// -----
+
+tmgpu.kernel @k(%x: memref<4xf32>) block(4) {
+  tmgpu.barrier
+}
+func.func @launch_grid_zero(%x: memref<4xf32>) {
+  // CHECK: Operation does not verify: grid must be >= 1
+  tmgpu.launch @k(%x) grid(0) block(4) : memref<4xf32>
+  func.return
+}

@@ -1,0 +1,59 @@
+// RUN: tm-opt %s | tm-opt | filecheck %s
+// RUN: tm-opt %s --print-op-generic | tm-opt | filecheck %s
+//
+// Every tmgpu op prints in its custom syntax and parses back to the same text.
+
+// CHECK-LABEL: tmgpu.kernel @ids(%x: memref<64xf32>) block(32) attributes {tm.template = "test"} {
+// CHECK-NEXT:    %tx = tmgpu.thread_id x
+// CHECK-NEXT:    %ty = tmgpu.thread_id y
+// CHECK-NEXT:    %tz = tmgpu.thread_id z
+// CHECK-NEXT:    %bx = tmgpu.block_id x
+// CHECK-NEXT:    %by = tmgpu.block_id y
+// CHECK-NEXT:    %bz = tmgpu.block_id z
+// CHECK-NEXT:    tmgpu.barrier
+// CHECK-NEXT:  }
+tmgpu.kernel @ids(%x: memref<64xf32>) block(32) attributes {tm.template = "test"} {
+  %tx = tmgpu.thread_id x
+  %ty = tmgpu.thread_id y
+  %tz = tmgpu.thread_id z
+  %bx = tmgpu.block_id x
+  %by = tmgpu.block_id y
+  %bz = tmgpu.block_id z
+  tmgpu.barrier
+}
+
+// CHECK-LABEL: tmgpu.kernel @buffers(%x: memref<64xf32>, %y: memref<64xf32>) block(32) {
+// CHECK-NEXT:    %tid = tmgpu.thread_id x
+// CHECK-NEXT:    %smem = tmgpu.shared_alloc : memref<32xf32>
+// CHECK-NEXT:    %acc = tmgpu.local_alloc : memref<2x2xf32>
+// CHECK-NEXT:    %v = memref.load %x[%tid] : memref<64xf32>
+// CHECK-NEXT:    memref.store %v, %smem[%tid] : memref<32xf32>
+tmgpu.kernel @buffers(%x: memref<64xf32>, %y: memref<64xf32>) block(32) {
+  %tid = tmgpu.thread_id x
+  %smem = tmgpu.shared_alloc : memref<32xf32>
+  %acc = tmgpu.local_alloc : memref<2x2xf32>
+  %v = memref.load %x[%tid] : memref<64xf32>
+  memref.store %v, %smem[%tid] : memref<32xf32>
+}
+
+// CHECK-LABEL: tmgpu.kernel @no_args() block(1) {
+// CHECK-NEXT:    tmgpu.barrier
+tmgpu.kernel @no_args() block(1) {
+  tmgpu.barrier
+}
+
+// CHECK-LABEL: func.func @host(%x: memref<64xf32>, %y: memref<64xf32>) {
+// CHECK-NEXT:    %tmp = tmgpu.alloc : memref<64xf32>
+// CHECK-NEXT:    %w = tmgpu.weight "fc.weight" : memref<64xf32>
+// CHECK-NEXT:    tmgpu.launch @buffers(%x, %tmp) grid(2) block(32) : memref<64xf32>, memref<64xf32>
+// CHECK-NEXT:    tmgpu.launch @buffers(%w, %y) grid(2) block(32) : memref<64xf32>, memref<64xf32>
+// CHECK-NEXT:    tmgpu.launch @no_args() grid(1) block(1)
+// CHECK-NEXT:    func.return
+func.func @host(%x: memref<64xf32>, %y: memref<64xf32>) {
+  %tmp = tmgpu.alloc : memref<64xf32>
+  %w = tmgpu.weight "fc.weight" : memref<64xf32>
+  tmgpu.launch @buffers(%x, %tmp) grid(2) block(32) : memref<64xf32>, memref<64xf32>
+  tmgpu.launch @buffers(%w, %y) grid(2) block(32) : memref<64xf32>, memref<64xf32>
+  tmgpu.launch @no_args() grid(1) block(1)
+  func.return
+}

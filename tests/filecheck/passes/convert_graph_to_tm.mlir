@@ -1,0 +1,209 @@
+// RUN: tm-opt %s --split-input-file -p convert-graph-to-tm | filecheck %s
+//
+// convert-graph-to-tm: one tm.kernel per graph operator from its schedule template, and a
+// host function on memrefs (outputs become trailing arguments) that launches them.
+
+// Gemm with weights, bias and transpose_rhs; M = 100, N = 40, K = 20 are not multiples of
+// the 64x64x8 tile, so the global loads and the store are guarded on all three.
+
+// CHECK-LABEL: tm.kernel @matmul_0(%A: memref<100x20xf32>, %B: memref<40x20xf32>, %bias: memref<40xf32>, %C: memref<100x40xf32>) grid(2) block(256)
+// CHECK-SAME:    attributes {tm.template = "matmul_simt", tm.params = {block_m = 64 : i64, block_n = 64 : i64, block_k = 8 : i64, thread_m = 4 : i64, thread_n = 4 : i64, M = 100 : i64, N = 40 : i64, K = 20 : i64}} {
+// CHECK-NEXT:    %bid = tm.block_id
+// CHECK-NEXT:    %tid = tm.thread_id
+// CHECK-NEXT:    %a_smem = tm.alloc shared : memref<8x64xf32>
+// CHECK-NEXT:    %b_smem = tm.alloc shared : memref<8x64xf32>
+// CHECK-NEXT:    %acc = tm.alloc register : memref<4x4xf32>
+//
+// One output tile per block:
+// CHECK-NEXT:    tm.for_task (%batch, %tile_m, %tile_n) in spatial(1, 2, 1) on %bid {
+// CHECK-NEXT:      %[[BM:[0-9]+]] = arith.constant 64 : index
+// CHECK-NEXT:      %row0 = arith.muli %tile_m, %[[BM]] : index
+// CHECK-NEXT:      %[[BN:[0-9]+]] = arith.constant 64 : index
+// CHECK-NEXT:      %col0 = arith.muli %tile_n, %[[BN]] : index
+// CHECK-NEXT:      %[[ZERO:[0-9]+]] = arith.constant 0.000000e+00 : f32
+//
+// Accumulators: a spatial thread grid, each thread a repeat register tile.
+// CHECK-NEXT:      tm.for_task (%ti, %tj) in spatial(16, 16) on %tid {
+// CHECK-NEXT:        tm.for_task (%i, %j) in repeat(4, 4) {
+// CHECK-NEXT:          tm.store %[[ZERO]], %acc[%i, %j] : memref<4x4xf32>
+// CHECK-NEXT:        }
+// CHECK-NEXT:      }
+//
+// ceil(20 / 8) = 3 k-steps.
+// CHECK-NEXT:      %[[K_LB:[0-9]+]] = arith.constant 0 : index
+// CHECK-NEXT:      %[[K_UB:[0-9]+]] = arith.constant 3 : index
+// CHECK-NEXT:      %[[K_STEP:[0-9]+]] = arith.constant 1 : index
+// CHECK-NEXT:      scf.for %k0 = %[[K_LB]] to %[[K_UB]] step %[[K_STEP]] {
+// CHECK-NEXT:        %[[BK:[0-9]+]] = arith.constant 8 : index
+// CHECK-NEXT:        %kbase = arith.muli %k0, %[[BK]] : index
+//
+// Cooperative tile loads, repeat(..) * spatial(..) over the 64x8 tiles, transposed into
+// shared memory; A is guarded on M and K, B (N x K, transposed) on N and K.
+// CHECK-NEXT:        tm.for_task (%o, %k) in repeat(2, 1) * spatial(32, 8) on %tid {
+// CHECK-NEXT:          %[[AR:[0-9]+]] = arith.addi %row0, %o : index
+// CHECK-NEXT:          %[[AK:[0-9]+]] = arith.addi %kbase, %k : index
+// CHECK-NEXT:          %[[AV:[0-9]+]] = tm.load %A[%[[AR]], %[[AK]]] guard [0, 1] : memref<100x20xf32>
+// CHECK-NEXT:          tm.store %[[AV]], %a_smem[%k, %o] : memref<8x64xf32>
+// CHECK-NEXT:        }
+// CHECK-NEXT:        tm.for_task (%o_1, %k_1) in repeat(2, 1) * spatial(32, 8) on %tid {
+// CHECK-NEXT:          %[[BC:[0-9]+]] = arith.addi %col0, %o_1 : index
+// CHECK-NEXT:          %[[BK2:[0-9]+]] = arith.addi %kbase, %k_1 : index
+// CHECK-NEXT:          %[[BV:[0-9]+]] = tm.load %B[%[[BC]], %[[BK2]]] guard [0, 1] : memref<40x20xf32>
+// CHECK-NEXT:          tm.store %[[BV]], %b_smem[%k_1, %o_1] : memref<8x64xf32>
+// CHECK-NEXT:        }
+// CHECK-NEXT:        tm.barrier
+//
+// The k-step's outer products from shared memory, unrolled; then a barrier.
+// CHECK:             scf.for %kk = %{{[0-9]+}} to %{{[0-9]+}} step %{{[0-9]+}} {
+// CHECK-NEXT:          tm.for_task (%ti_1, %tj_1) in spatial(16, 16) on %tid {
+// CHECK-NEXT:            tm.for_task (%i_1, %j_1) in repeat(4, 4) {
+// CHECK:                   %a = tm.load %a_smem[%kk, %{{[0-9]+}}] : memref<8x64xf32>
+// CHECK:                   %b = tm.load %b_smem[%kk, %{{[0-9]+}}] : memref<8x64xf32>
+// CHECK-DAG:               %[[C:[0-9]+]] = tm.load %acc[%i_1, %j_1] : memref<4x4xf32>
+// CHECK-DAG:               %[[P:[0-9]+]] = arith.mulf %a, %b : f32
+// CHECK:                   %[[S:[0-9]+]] = arith.addf %[[C]], %[[P]] : f32
+// CHECK-NEXT:              tm.store %[[S]], %acc[%i_1, %j_1] : memref<4x4xf32>
+// CHECK-NEXT:            }
+// CHECK-NEXT:          }
+// CHECK-NEXT:        } {tm.unroll}
+// CHECK-NEXT:        tm.barrier
+// CHECK-NEXT:      }
+//
+// Epilogue: add the bias (guarded on N, the dimension it shares with C) and store.
+// CHECK-NEXT:      tm.for_task (%ti_2, %tj_2) in spatial(16, 16) on %tid {
+// CHECK-NEXT:        tm.for_task (%i_2, %j_2) in repeat(4, 4) {
+// CHECK:               %row = arith.addi %row0, %{{[0-9]+}} : index
+// CHECK:               %col = arith.addi %col0, %{{[0-9]+}} : index
+// CHECK-NEXT:          %sum = tm.load %acc[%i_2, %j_2] : memref<4x4xf32>
+// CHECK-NEXT:          %bias_1 = tm.load %bias[%col] guard [0] : memref<40xf32>
+// CHECK-NEXT:          %[[OUT:[0-9]+]] = arith.addf %sum, %bias_1 : f32
+// CHECK-NEXT:          tm.store %[[OUT]], %C[%row, %col] guard [0, 1] : memref<100x40xf32>
+//
+// The host names the weights and launches the kernel on the output argument.
+// CHECK-LABEL: func.func @gemm(%x: memref<100x20xf32>, %y_out: memref<100x40xf32>) {
+// CHECK-NEXT:    %w = tm.weight "fc.weight" : memref<40x20xf32>
+// CHECK-NEXT:    %b = tm.weight "fc.bias" : memref<40xf32>
+// CHECK-NEXT:    tm.launch @matmul_0(%x, %w, %b, %y_out) : memref<100x20xf32>, memref<40x20xf32>, memref<40xf32>, memref<100x40xf32>
+// CHECK-NEXT:    func.return
+func.func @gemm(%x: tensor<100x20xf32>) -> tensor<100x40xf32> {
+  %w = graph.weight "fc.weight" : tensor<40x20xf32>
+  %b = graph.weight "fc.bias" : tensor<40xf32>
+  %y = graph.matmul %x, %w, %b {transpose_rhs} : (tensor<100x20xf32>, tensor<40x20xf32>, tensor<40xf32>) -> tensor<100x40xf32>
+  func.return %y : tensor<100x40xf32>
+}
+
+// -----
+
+// M = N = 32, K = 16 are multiples of the 32x32x8 tile: no guard anywhere. B is K x N,
+// so its cooperative load walks (k, o) with consecutive threads along N.
+
+// CHECK-LABEL: tm.kernel @matmul_0(%A: memref<32x16xf32>, %B: memref<16x32xf32>, %C: memref<32x32xf32>) grid(1) block(64)
+// CHECK-NOT:     guard
+// CHECK:         tm.for_task (%batch, %tile_m, %tile_n) in spatial(1, 1, 1) on %bid {
+// CHECK-NOT:     guard
+// CHECK:         scf.for %k0 =
+// CHECK-NOT:     guard
+// CHECK:           tm.for_task (%o, %k) in repeat(4, 1) * spatial(8, 8) on %tid {
+// CHECK-NOT:     guard
+// CHECK:             tm.load %A[%{{[0-9]+}}, %{{[0-9]+}}] : memref<32x16xf32>
+// CHECK-NOT:     guard
+// CHECK:           tm.for_task (%k_1, %o_1) in repeat(4, 1) * spatial(2, 32) on %tid {
+// CHECK-NEXT:        %[[COL:[0-9]+]] = arith.addi %col0, %o_1 : index
+// CHECK-NEXT:        %[[K:[0-9]+]] = arith.addi %kbase, %k_1 : index
+// CHECK-NEXT:        %[[V:[0-9]+]] = tm.load %B[%[[K]], %[[COL]]] : memref<16x32xf32>
+// CHECK-NEXT:        tm.store %[[V]], %b_smem[%k_1, %o_1] : memref<8x32xf32>
+// CHECK-NOT:     guard
+// CHECK:         tm.store %sum, %C[%row, %col] : memref<32x32xf32>
+// CHECK-NOT:     guard
+// CHECK-LABEL: func.func @matmul_tile_multiples(%a: memref<32x16xf32>, %b: memref<16x32xf32>, %c_out: memref<32x32xf32>) {
+// CHECK-NEXT:    tm.launch @matmul_0(%a, %b, %c_out)
+func.func @matmul_tile_multiples(%a: tensor<32x16xf32>, %b: tensor<16x32xf32>) -> tensor<32x32xf32> {
+  %c = graph.matmul %a, %b : (tensor<32x16xf32>, tensor<16x32xf32>) -> tensor<32x32xf32>
+  func.return %c : tensor<32x32xf32>
+}
+
+// -----
+
+// Elementwise ops with broadcasting: one thread per output element. 300 elements do not
+// fill 2 blocks of 256, so the output store and the loads indexed by row are guarded on
+// dim 0; a broadcast operand reads index 0 of its size-1 dims and, when it does not
+// have the row dim, needs no guard.
+
+// CHECK-LABEL: tm.kernel @add_0(%x0: memref<3x100xf32>, %x1: memref<100xf32>, %out: memref<3x100xf32>) grid(2) block(256)
+// CHECK-SAME:    attributes {tm.template = "elementwise", tm.params = {block = 256 : i64, expr = "x0 + x1"}} {
+// CHECK-NEXT:    %bid = tm.block_id
+// CHECK-NEXT:    %tid = tm.thread_id
+// CHECK-NEXT:    tm.for_task (%blk) in spatial(2) on %bid {
+// CHECK-NEXT:      tm.for_task (%lane) in spatial(256) on %tid {
+// CHECK-NEXT:        %[[BLOCK:[0-9]+]] = arith.constant 256 : index
+// CHECK-NEXT:        %[[BASE:[0-9]+]] = arith.muli %blk, %[[BLOCK]] : index
+// CHECK-NEXT:        %idx = arith.addi %[[BASE]], %lane : index
+// CHECK-NEXT:        %[[C100:[0-9]+]] = arith.constant 100 : index
+// CHECK-NEXT:        %[[ROW:[0-9]+]] = arith.divui %idx, %[[C100]] : index
+// CHECK-NEXT:        %[[C100B:[0-9]+]] = arith.constant 100 : index
+// CHECK-NEXT:        %[[COL:[0-9]+]] = arith.remui %idx, %[[C100B]] : index
+// CHECK-NEXT:        %x = tm.load %x0[%[[ROW]], %[[COL]]] guard [0] : memref<3x100xf32>
+// CHECK-NEXT:        %x_1 = tm.load %x1[%[[COL]]] : memref<100xf32>
+// CHECK-NEXT:        %[[SUM:[0-9]+]] = arith.addf %x, %x_1 : f32
+// CHECK-NEXT:        tm.store %[[SUM]], %out[%[[ROW]], %[[COL]]] guard [0] : memref<3x100xf32>
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+// CHECK-NEXT:  }
+//
+// CHECK-LABEL: tm.kernel @mul_1(%x0: memref<3x100xf32>, %x1: memref<3x1xf32>, %out: memref<3x100xf32>) grid(2) block(256)
+// CHECK-SAME:    expr = "x0 * x1"
+// CHECK:         %[[ROW:[0-9]+]] = arith.divui %idx
+// CHECK:         %x = tm.load %x0[%[[ROW]], %{{[0-9]+}}] guard [0] : memref<3x100xf32>
+// CHECK-NEXT:    %[[C0:[0-9]+]] = arith.constant 0 : index
+// CHECK-NEXT:    %x_1 = tm.load %x1[%[[ROW]], %[[C0]]] guard [0] : memref<3x1xf32>
+// CHECK-NEXT:    %{{[0-9]+}} = arith.mulf %x, %x_1 : f32
+//
+// Intermediates are global buffers; the last op writes the output argument directly.
+// CHECK-LABEL: func.func @broadcast(%x: memref<3x100xf32>, %b: memref<100xf32>, %c: memref<3x1xf32>, %z_out: memref<3x100xf32>) {
+// CHECK-NEXT:    %y = tm.alloc global : memref<3x100xf32>
+// CHECK-NEXT:    tm.launch @add_0(%x, %b, %y) : memref<3x100xf32>, memref<100xf32>, memref<3x100xf32>
+// CHECK-NEXT:    tm.launch @mul_1(%y, %c, %z_out) : memref<3x100xf32>, memref<3x1xf32>, memref<3x100xf32>
+// CHECK-NEXT:    func.return
+func.func @broadcast(%x: tensor<3x100xf32>, %b: tensor<100xf32>, %c: tensor<3x1xf32>) -> tensor<3x100xf32> {
+  %y = graph.add %x, %b : (tensor<3x100xf32>, tensor<100xf32>) -> tensor<3x100xf32>
+  %z = graph.mul %y, %c : (tensor<3x100xf32>, tensor<3x1xf32>) -> tensor<3x100xf32>
+  func.return %z : tensor<3x100xf32>
+}
+
+// -----
+
+// 4 x 64 = 256 elements fill exactly one block: no guards.
+
+// CHECK-LABEL: tm.kernel @relu_0(%x0: memref<4x64xf32>, %out: memref<4x64xf32>) grid(1) block(256)
+// CHECK-SAME:    expr = "relu(x0)"
+// CHECK-NOT:     guard
+// CHECK:         %x = tm.load %x0[%{{[0-9]+}}, %{{[0-9]+}}] : memref<4x64xf32>
+// CHECK-NOT:     guard
+// CHECK:         %[[POS:[0-9]+]] = arith.cmpf ogt, %x, %[[ZERO:[0-9]+]] : f32
+// CHECK-NEXT:    %[[R:[0-9]+]] = arith.select %[[POS]], %x, %[[ZERO]] : f32
+// CHECK-NEXT:    tm.store %[[R]], %out[%{{[0-9]+}}, %{{[0-9]+}}] : memref<4x64xf32>
+// CHECK-NOT:     guard
+// CHECK-LABEL: func.func @exact_blocks
+func.func @exact_blocks(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
+  %y = graph.relu %x : tensor<4x64xf32>
+  func.return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// An output that is an input: no kernel writes it, so a copy kernel does, after the
+// kernels of the graph ops.
+
+// CHECK-LABEL: tm.kernel @relu_0(%x0: memref<5xf32>, %out: memref<5xf32>)
+// CHECK-LABEL: tm.kernel @return_1(%x0: memref<5xf32>, %out: memref<5xf32>) grid(1) block(32)
+// CHECK-SAME:    attributes {tm.template = "elementwise", tm.params = {block = 32 : i64, expr = "x0"}} {
+// CHECK:         %x = tm.load %x0[%idx] guard [0] : memref<5xf32>
+// CHECK-NEXT:    tm.store %x, %out[%idx] guard [0] : memref<5xf32>
+// CHECK-LABEL: func.func @passthrough(%x: memref<5xf32>, %y_out: memref<5xf32>, %x_out: memref<5xf32>) {
+// CHECK-NEXT:    tm.launch @relu_0(%x, %y_out) : memref<5xf32>, memref<5xf32>
+// CHECK-NEXT:    tm.launch @return_1(%x, %x_out) : memref<5xf32>, memref<5xf32>
+// CHECK-NEXT:    func.return
+func.func @passthrough(%x: tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>) {
+  %y = graph.relu %x : tensor<5xf32>
+  func.return %y, %x : tensor<5xf32>, tensor<5xf32>
+}
