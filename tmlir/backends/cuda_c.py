@@ -223,7 +223,7 @@ class _KernelPrinter:
             case _ if type(op) in _BINARY:
                 return f"({e(op.operands[0])} {_BINARY[type(op)]} {e(op.operands[1])})"
             case _ if type(op) in _CALLS:
-                return f"{_CALLS[type(op)]}({', '.join(e(o) for o in op.operands)})"
+                return f"{_CALLS[type(op)]}({', '.join(_strip(e(o)) for o in op.operands)})"
         raise CudaEmitError(f"the CUDA printer does not support '{op.name}'")
 
     def bind(self, value: SSAValue, text: str, *, const: bool = True) -> None:

@@ -22,7 +22,7 @@ def print_kernel_header(printer: Printer, op: Operation, sym_name: str, launch: 
         printer.print_string(" attributes ")
         printer.print_attr_dict(op.attributes)
     printer.print_string(" ")
-    printer.print_region(op.regions[0], print_entry_block_args=False)
+    printer.print_region(op.regions[0], print_entry_block_args=False, print_empty_block=False)
 
 
 def parse_kernel_header(parser: Parser) -> tuple[str, list[Parser.Argument]]:

@@ -248,6 +248,12 @@ class ForTaskOp(IRDLOperation):
                 f"mapping '{mapping}' has {mapping.num_workers} workers: give a worker id "
                 "with 'on %w'"
             )
+        bound = worker_bound(self.worker) if self.worker is not None else None
+        if bound is not None and bound < mapping.num_workers:
+            raise VerifyException(
+                f"mapping '{mapping}' needs {mapping.num_workers} workers but the kernel has "
+                f"only {bound} {'blocks' if isinstance(self.worker.owner, BlockIdOp) else 'threads'}"
+            )
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" (")
@@ -256,8 +262,9 @@ class ForTaskOp(IRDLOperation):
         if self.worker is not None:
             printer.print_string(" on ")
             printer.print_ssa_value(self.worker)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
         printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
 
     @classmethod
     def parse(cls, parser: Parser) -> ForTaskOp:
@@ -269,11 +276,13 @@ class ForTaskOp(IRDLOperation):
         operands = []
         if parser.parse_optional_keyword("on"):
             operands.append(parser.resolve_operand(parser.parse_unresolved_operand(), IndexType()))
+        attrs = parser.parse_optional_attr_dict_with_keyword()
         region = parser.parse_region([a.resolve(IndexType()) for a in args])
         return cls.create(
             operands=operands,
             properties={"mapping": TaskMappingAttr(mapping)},
             regions=[region],
+            attributes=attrs.data if attrs else {},
         )
 
 
@@ -389,6 +398,7 @@ class LoadOp(GuardedAccess):
         printer.print_string(" ")
         print_access(printer, self.memref, self.indices)
         self.print_guard(printer)
+        printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_attribute(self.memref.type)
 
@@ -396,6 +406,7 @@ class LoadOp(GuardedAccess):
     def parse(cls, parser: Parser) -> LoadOp:
         memref, indices = parse_access(parser)
         guard = cls.parse_guard(parser)
+        attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         type = parser.parse_type()
         if not isinstance(type, MemRefType):
@@ -405,6 +416,7 @@ class LoadOp(GuardedAccess):
                       *(parser.resolve_operand(i, IndexType()) for i in indices)],
             result_types=[type.element_type],
             properties={"guard": guard},
+            attributes=attrs,
         )
 
 
@@ -433,6 +445,7 @@ class StoreOp(GuardedAccess):
         printer.print_string(", ")
         print_access(printer, self.memref, self.indices)
         self.print_guard(printer)
+        printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_attribute(self.memref.type)
 
@@ -442,6 +455,7 @@ class StoreOp(GuardedAccess):
         parser.parse_punctuation(",")
         memref, indices = parse_access(parser)
         guard = cls.parse_guard(parser)
+        attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         type = parser.parse_type()
         if not isinstance(type, MemRefType):
@@ -451,6 +465,7 @@ class StoreOp(GuardedAccess):
                       parser.resolve_operand(memref, type),
                       *(parser.resolve_operand(i, IndexType()) for i in indices)],
             properties={"guard": guard},
+            attributes=attrs,
         )
 
 
@@ -482,6 +497,16 @@ class LaunchOp(IRDLOperation):
 
     def verify_(self) -> None:
         verify_launch(self, self.kernel, self.args, KernelOp)
+
+
+def worker_bound(worker: SSAValue) -> int | None:
+    """An exclusive upper bound of a worker id: the kernel's grid for tm.block_id, its block
+    for tm.thread_id; None for any other value."""
+    owner = worker.owner
+    kernel = enclosing(owner, KernelOp) if isinstance(owner, WorkerIdOp) else None
+    if kernel is None:
+        return None
+    return kernel.grid.data if isinstance(owner, BlockIdOp) else kernel.block.data
 
 
 def verify_launch(op: IRDLOperation, kernel: SymbolRefAttr, args, kernel_type) -> None:

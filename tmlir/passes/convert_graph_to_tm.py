@@ -11,7 +11,8 @@ weight returned as is) gets a copy kernel. Only float32 tensors are supported.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -62,23 +63,19 @@ BINARY: dict[type[Operation], tuple[str, type[Operation]]] = {
 
 @dataclass
 class _Lowering:
-    """State of converting one graph function."""
+    """State of converting one graph function; kernel numbers are unique in the module."""
 
-    module: ModuleOp
+    function: func.FuncOp
     host: IRBuilder
-    counter: int = 0
+    numbers: Iterator[int]
 
     def kernel_name(self, op: Operation) -> str:
-        name = f"{op.name.split('.')[-1]}_{self.counter}"
-        self.counter += 1
-        return name
+        kind = "copy" if isinstance(op, func.ReturnOp) else op.name.split(".")[-1]
+        return f"{kind}_{next(self.numbers)}"
 
     def launch(self, kernel: tm.KernelOp, args: Sequence[SSAValue]) -> None:
-        self.module.body.block.insert_op_before(kernel, self._host_func())
+        self.function.parent_block().insert_op_before(kernel, self.function)
         self.host.insert(tm.LaunchOp(kernel.sym_name.data, args))
-
-    def _host_func(self) -> Operation:
-        return next(op for op in self.module.ops if isinstance(op, func.FuncOp))
 
     def elementwise(self, op: Operation, inputs: Sequence[SSAValue], dest: SSAValue,
                     compute: ElementFunction, expression: str) -> None:
@@ -99,13 +96,14 @@ class ConvertGraphToTm(ModulePass):
     name = "convert-graph-to-tm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        numbers = itertools.count()
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
-            if any(isinstance(o.dialect_name(), str) and o.dialect_name() == "graph"
-                   for o in function.walk()):
-                _convert_function(op, function)
+            signature = (*function.function_type.inputs, *function.function_type.outputs)
+            if any(isinstance(t, TensorType) for t in signature):
+                _convert_function(function, numbers)
 
 
-def _convert_function(module: ModuleOp, function: func.FuncOp) -> None:
+def _convert_function(function: func.FuncOp, numbers: Iterator[int]) -> None:
     old = function.body.block
     ret = old.last_op
     assert isinstance(ret, func.ReturnOp)
@@ -119,7 +117,7 @@ def _convert_function(module: ModuleOp, function: func.FuncOp) -> None:
     out_args = new_block.args[len(old.args):]
     for index, (arg, value) in enumerate(zip(out_args, outputs)):
         arg.name_hint = f"out{index}" if value.name_hint is None else f"{value.name_hint}_out"
-    state = _Lowering(module, IRBuilder.at_end(new_block))
+    state = _Lowering(function, IRBuilder.at_end(new_block), numbers)
     buffers: dict[SSAValue, SSAValue] = dict(zip(old.args, new_block.args))
     # Values written straight into an output buffer (first output that returns them).
     destination: dict[SSAValue, SSAValue] = {}

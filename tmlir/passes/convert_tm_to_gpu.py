@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -44,8 +44,8 @@ def _convert_load(op: tm.LoadOp) -> list[SSAValue]:
         b.insert(scf.YieldOp(v))
     with b.at(other):
         elem = op.result.type
-        zero = FloatAttr(0.0, elem) if not hasattr(elem, "width") or "f" in str(elem) \
-            else IntegerAttr(0, elem)
+        zero = IntegerAttr(0, elem) if isinstance(elem, IndexType | IntegerType) \
+            else FloatAttr(0.0, elem)
         b.insert(scf.YieldOp(b.insert(arith.ConstantOp(zero)).results[0]))
     return b.insert(scf.IfOp(condition, [op.result.type], [then], [other])).results
 

@@ -27,19 +27,9 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from tmlir.dialects import tm
-from tmlir.dialects._syntax import enclosing
 from tmlir.schedules.builder import Index, IRBuilder
 
 UNROLL_LIMIT = 16
-
-
-def worker_bound(worker: SSAValue) -> int | None:
-    """An exclusive upper bound of a worker id, when it is a tm id of a known kernel."""
-    owner = worker.owner
-    kernel = enclosing(owner, tm.KernelOp) if isinstance(owner, tm.WorkerIdOp) else None
-    if kernel is None:
-        return None
-    return kernel.grid.data if isinstance(owner, tm.BlockIdOp) else kernel.block.data
 
 
 def lower_for_task(op: tm.ForTaskOp) -> None:
@@ -49,7 +39,7 @@ def lower_for_task(op: tm.ForTaskOp) -> None:
     worker: Index = op.worker if op.worker is not None else 0
     with ExitStack() as scopes:  # the guard and the repeat loops, closed at the end
         if isinstance(worker, SSAValue):
-            bound = worker_bound(worker)
+            bound = tm.worker_bound(worker)
             if bound is None or bound > mapping.num_workers:
                 scopes.enter_context(b.if_(b.lt(worker, mapping.num_workers)))
         task: list[Index] = [0] * mapping.rank
@@ -90,7 +80,7 @@ def _unravel(b: IRBuilder, wid: Index, shape: tuple[int, ...]) -> list[Index]:
     for d, extent in enumerate(shape):
         stride = math.prod(shape[d + 1:])
         c = b.div(wid, stride)
-        coords.append(c if d == 0 else b.rem(c, extent))
+        coords.append(0 if extent == 1 else c if d == 0 else b.rem(c, extent))
     return coords
 
 

@@ -14,7 +14,7 @@
 // PTX-DAG: .visible .entry tanh_2(
 // PTX-DAG: .visible .entry div_3(
 // PTX-DAG: .visible .entry sub_4(
-// PTX-DAG: .visible .entry return_5(
+// PTX-DAG: .visible .entry copy_5(
 // PTX-DAG: .shared .align 4 .b8 {{.*}}a_smem
 
 // HOST: T tmlir_run

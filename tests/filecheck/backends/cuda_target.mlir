@@ -36,9 +36,9 @@
 // The relu kernel: one thread per element, loads and stores guarded on the row.
 // CHECK-LABEL: // Kernel relu_1: schedule template 'elementwise' (block=32, expr=relu(x0)), 32 threads per block
 // CHECK-NEXT:  extern "C" __global__ void __launch_bounds__(32) relu_1(const float* __restrict__ x0, float* __restrict__ out) {
-// CHECK-NEXT:    const int bid = blockIdx.x;
+// One block: the block id folds away and the thread id is the element index.
 // CHECK-NEXT:    const int tid = threadIdx.x;
-// CHECK-NEXT:    const int idx = (bid * 32) + tid;
+// CHECK-NEXT:    const int {{.*}} = tid / 6;
 // CHECK-NOT:     __syncthreads
 // CHECK:         if ([[G:.*]]) {
 // CHECK-NEXT:      x = x0[{{.*}}];

@@ -195,13 +195,13 @@ func.func @exact_blocks(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
 // kernels of the graph ops.
 
 // CHECK-LABEL: tm.kernel @relu_0(%x0: memref<5xf32>, %out: memref<5xf32>)
-// CHECK-LABEL: tm.kernel @return_1(%x0: memref<5xf32>, %out: memref<5xf32>) grid(1) block(32)
+// CHECK-LABEL: tm.kernel @copy_1(%x0: memref<5xf32>, %out: memref<5xf32>) grid(1) block(32)
 // CHECK-SAME:    attributes {tm.template = "elementwise", tm.params = {block = 32 : i64, expr = "x0"}} {
 // CHECK:         %x = tm.load %x0[%idx] guard [0] : memref<5xf32>
 // CHECK-NEXT:    tm.store %x, %out[%idx] guard [0] : memref<5xf32>
 // CHECK-LABEL: func.func @passthrough(%x: memref<5xf32>, %y_out: memref<5xf32>, %x_out: memref<5xf32>) {
 // CHECK-NEXT:    tm.launch @relu_0(%x, %y_out) : memref<5xf32>, memref<5xf32>
-// CHECK-NEXT:    tm.launch @return_1(%x, %x_out) : memref<5xf32>, memref<5xf32>
+// CHECK-NEXT:    tm.launch @copy_1(%x, %x_out) : memref<5xf32>, memref<5xf32>
 // CHECK-NEXT:    func.return
 func.func @passthrough(%x: tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>) {
   %y = graph.relu %x : tensor<5xf32>

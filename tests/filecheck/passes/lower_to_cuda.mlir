@@ -40,7 +40,8 @@
 // CHECK-LABEL: tmgpu.kernel @relu_1(%x0: memref<4x6xf32>, %out: memref<4x6xf32>) block(32)
 // CHECK-SAME:    attributes {tm.template = "elementwise", tm.params = {block = 32 : i64, expr = "relu(x0)"}}
 // CHECK:         %tid = tmgpu.thread_id x
-// CHECK:         %idx = arith.addi %{{.*}}, %tid : index
+// CHECK-NOT:     tmgpu.block_id
+// CHECK:         arith.divui %tid, %{{.*}} : index
 // CHECK:         %[[IN:[0-9]+]] = arith.cmpi ult,
 // CHECK-NEXT:    %x = scf.if %[[IN]] -> (f32) {
 // CHECK:         arith.cmpf ogt, %x,
