@@ -78,9 +78,11 @@ def lower_for_task(op: tm.ForTaskOp) -> None:
 def _unravel(b: IRBuilder, wid: Index, shape: tuple[int, ...]) -> list[Index]:
     coords: list[Index] = []
     for d, extent in enumerate(shape):
-        stride = math.prod(shape[d + 1:])
-        c = b.div(wid, stride)
-        coords.append(0 if extent == 1 else c if d == 0 else b.rem(c, extent))
+        if extent == 1:
+            coords.append(0)
+            continue
+        c = b.div(wid, math.prod(shape[d + 1:]))
+        coords.append(c if d == 0 else b.rem(c, extent))
     return coords
 
 

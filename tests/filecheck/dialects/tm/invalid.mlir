@@ -184,3 +184,21 @@ func.func @launch_argument_count(%x: memref<4xf32>) {
   tm.launch @k(%x) : memref<4xf32>
   func.return
 }
+
+// -----
+
+tm.kernel @more_workers_than_threads(%x: memref<32xf32>) grid(1) block(16) {
+  %t = tm.thread_id
+  // CHECK: Operation does not verify: mapping 'spatial(32)' needs 32 workers but the kernel has only 16 threads
+  tm.for_task (%i) in spatial(32) on %t {
+  }
+}
+
+// -----
+
+tm.kernel @more_workers_than_blocks(%x: memref<32xf32>) grid(2) block(16) {
+  %b = tm.block_id
+  // CHECK: Operation does not verify: mapping 'spatial(4)' needs 4 workers but the kernel has only 2 blocks
+  tm.for_task (%i) in spatial(4) on %b {
+  }
+}
