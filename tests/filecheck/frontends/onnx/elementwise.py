@@ -2,23 +2,13 @@
 # RUN: python %s %t
 # RUN: tm-opt %t.binary.onnx | filecheck %s --check-prefix=BINARY
 # RUN: tm-opt %t.unary.onnx | filecheck %s --check-prefix=UNARY
+import os
 import sys
 
-import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 
-
-def save(path, nodes, inputs, outputs, initializers=()):
-    graph = helper.make_graph(
-        nodes, "test",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
-        [numpy_helper.from_array(np.zeros(s, np.float32), n) for n, s in initializers])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, path)
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "inputs"))
+from onnx_models import save  # noqa: E402
 
 # BINARY-LABEL: func.func @main(%x: tensor<4x1x3xf32>, %row: tensor<5x1xf32>) -> tensor<4x5x3xf32>
 # BINARY-NEXT:    %b = graph.weight "b" : tensor<3xf32>

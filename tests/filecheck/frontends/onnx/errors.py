@@ -5,23 +5,15 @@
 # RUN: not tm-opt %t.matmul1d.onnx 2>&1 | filecheck %s --check-prefix=MATMUL1D
 # RUN: not tm-opt %t.attribute.onnx 2>&1 | filecheck %s --check-prefix=ATTRIBUTE
 # RUN: not tm-opt %t.garbage.onnx 2>&1 | filecheck %s --check-prefix=GARBAGE
+import os
 import sys
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-
-def save(path, nodes, inputs, outputs, initializers=()):
-    graph = helper.make_graph(
-        nodes, "test",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
-        [numpy_helper.from_array(np.zeros(s, np.float32), n) for n, s in initializers])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, path)
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "inputs"))
+from onnx_models import save  # noqa: E402
 
 # DYNAMIC: tm-opt: error: input 'x': dynamic dimension 'batch' is not supported (dim 0)
 save(f"{sys.argv[1]}.dynamic.onnx", [helper.make_node("Relu", ["x"], ["y"], name="relu")],

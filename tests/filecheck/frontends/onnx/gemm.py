@@ -3,23 +3,13 @@
 # RUN: tm-opt %t.mlp.onnx | filecheck %s --check-prefix=MLP
 # RUN: tm-opt %t.trans_a.onnx | filecheck %s --check-prefix=TRANSA
 # RUN: tm-opt %t.bias.onnx | filecheck %s --check-prefix=BIAS
+import os
 import sys
 
-import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 
-
-def save(path, nodes, inputs, outputs, initializers=()):
-    graph = helper.make_graph(
-        nodes, "test",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
-        [numpy_helper.from_array(np.zeros(s, np.float32), n) for n, s in initializers])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, path)
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "inputs"))
+from onnx_models import save  # noqa: E402
 
 # MLP:       builtin.module attributes {graph.source = "{{.*}}.mlp.onnx"} {
 # MLP-LABEL: func.func @main(%x: tensor<8x784xf32>) -> tensor<8x10xf32>

@@ -1,23 +1,14 @@
 # Identity forwards its operand (no op); Constant becomes a graph.weight whose data stays
 # out of the IR; a graph output may be a graph input or an initializer directly.
 # RUN: python %s %t.onnx && tm-opt %t.onnx | filecheck %s
+import os
 import sys
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
-
-def save(path, nodes, inputs, outputs, initializers=()):
-    graph = helper.make_graph(
-        nodes, "test",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
-        [numpy_helper.from_array(np.zeros(s, np.float32), n) for n, s in initializers])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, path)
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "inputs"))
+from onnx_models import save  # noqa: E402
 
 # CHECK-LABEL: func.func @main(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<4xf32>)
 # CHECK-SAME:    attributes {tm.inputs = ["x"], tm.outputs = ["z", "x", "w"]}

@@ -2,23 +2,13 @@
 # RUN: python %s %t
 # RUN: tm-opt %t.2d.onnx | filecheck %s --check-prefix=MM2D
 # RUN: tm-opt %t.batched.onnx | filecheck %s --check-prefix=BATCHED
+import os
 import sys
 
-import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 
-
-def save(path, nodes, inputs, outputs, initializers=()):
-    graph = helper.make_graph(
-        nodes, "test",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
-        [numpy_helper.from_array(np.zeros(s, np.float32), n) for n, s in initializers])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, path)
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "inputs"))
+from onnx_models import save  # noqa: E402
 
 # MM2D-LABEL:  func.func @main(%a: tensor<3x4xf32>, %b: tensor<4x5xf32>) -> tensor<3x5xf32>
 # MM2D-SAME:     attributes {tm.inputs = ["a", "b"], tm.outputs = ["c"]}
