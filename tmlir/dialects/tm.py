@@ -509,8 +509,8 @@ def worker_bound(worker: SSAValue) -> int | None:
     return kernel.grid.data if isinstance(owner, BlockIdOp) else kernel.block.data
 
 
-def verify_launch(op: IRDLOperation, kernel: SymbolRefAttr, args, kernel_type) -> None:
-    """The launched symbol is a kernel of `kernel_type` whose argument types match."""
+def verify_launch(op: IRDLOperation, kernel: SymbolRefAttr, args, kernel_type) -> IRDLOperation:
+    """The launched symbol is a kernel of `kernel_type` whose argument types match; returns it."""
     module = op.get_toplevel_object()
     callee = SymbolTable.lookup_symbol(module, kernel) if module is not op else None
     if not isinstance(callee, kernel_type):
@@ -522,6 +522,7 @@ def verify_launch(op: IRDLOperation, kernel: SymbolRefAttr, args, kernel_type) -
             f"launch of @{kernel.string_value()}: argument types ({', '.join(map(str, got))})"
             f" do not match the kernel's ({', '.join(map(str, expected))})"
         )
+    return callee
 
 
 TM = Dialect(

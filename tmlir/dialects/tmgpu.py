@@ -224,14 +224,10 @@ class LaunchOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        verify_launch(self, self.kernel, self.args, KernelOp)
+        kernel = verify_launch(self, self.kernel, self.args, KernelOp)
+        assert isinstance(kernel, KernelOp)
         if self.grid.data < 1:
             raise VerifyException("grid must be >= 1")
-        callee = self.get_toplevel_object()
-        from xdsl.traits import SymbolTable
-
-        kernel = SymbolTable.lookup_symbol(callee, self.kernel)
-        assert isinstance(kernel, KernelOp)
         if kernel.block.data != self.block.data:
             raise VerifyException(
                 f"launch block({self.block.data}) differs from the kernel's block({kernel.block.data})"

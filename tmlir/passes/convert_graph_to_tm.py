@@ -122,9 +122,8 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int]) -> None:
     # Values written straight into an output buffer (first output that returns them).
     destination: dict[SSAValue, SSAValue] = {}
     for value, arg in zip(outputs, out_args):
-        if isinstance(value, SSAValue) and value.owner not in (None,) and value not in destination \
-                and not isinstance(value.owner, (Block, graph.WeightOp)):
-            destination[value] = arg
+        if isinstance(value.owner, Operation) and not isinstance(value.owner, graph.WeightOp):
+            destination.setdefault(value, arg)
 
     for op in list(old.ops):
         if isinstance(op, func.ReturnOp):

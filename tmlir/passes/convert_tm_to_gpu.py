@@ -89,8 +89,8 @@ class ConvertTmToGpu(ModulePass):
             raise PassFailedException(
                 "convert-tm-to-gpu: tm.for_task remains; run tm-lower-mappings first"
             )
-        grids = {k.sym_name.data: k.grid.data for k in op.walk() if isinstance(k, tm.KernelOp)}
-        blocks = {k.sym_name.data: k.block.data for k in op.walk() if isinstance(k, tm.KernelOp)}
+        sizes = {k.sym_name.data: (k.grid.data, k.block.data)
+                 for k in op.walk() if isinstance(k, tm.KernelOp)}
         for inner in list(op.walk()):
             match inner:
                 case tm.KernelOp():
@@ -120,6 +120,6 @@ class ConvertTmToGpu(ModulePass):
                     _replace(inner, tmgpu.WeightOp(inner.weight_name.data, inner.result.type))
                 case tm.LaunchOp():
                     name = inner.kernel.string_value()
-                    _replace(inner, tmgpu.LaunchOp(name, inner.args, grids[name], blocks[name]))
+                    _replace(inner, tmgpu.LaunchOp(name, inner.args, *sizes[name]))
                 case _:
                     pass

@@ -16,7 +16,6 @@ and the kernel's sizes).
 
 from __future__ import annotations
 
-import math
 from contextlib import ExitStack
 from dataclasses import dataclass
 
@@ -52,7 +51,7 @@ def lower_for_task(op: tm.ForTaskOp) -> None:
                 if not first_spatial:  # the outermost worker digit needs no remainder
                     wid = b.rem(wid, atom.num_workers)
                 first_spatial = False
-                coords = _unravel(b, wid, atom.shape)
+                coords = b.unravel(wid, atom.shape, in_range=True)
             else:
                 coords = [
                     0 if extent == 1
@@ -73,17 +72,6 @@ def lower_for_task(op: tm.ForTaskOp) -> None:
             b.insert(inner)
     op.detach()
     op.erase()
-
-
-def _unravel(b: IRBuilder, wid: Index, shape: tuple[int, ...]) -> list[Index]:
-    coords: list[Index] = []
-    for d, extent in enumerate(shape):
-        if extent == 1:
-            coords.append(0)
-            continue
-        c = b.div(wid, math.prod(shape[d + 1:]))
-        coords.append(c if d == 0 else b.rem(c, extent))
-    return coords
 
 
 @dataclass(frozen=True)

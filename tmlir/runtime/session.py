@@ -108,6 +108,7 @@ class InferenceSession:
                 value = np.asarray(feed[buf.source])
                 if value.dtype != np.float32:
                     raise SessionError(f"input '{buf.source}': expected float32, got {value.dtype}")
+                # A rank-0 input is stored in a one-element buffer: accept its () shape.
                 if value.size != int(np.prod(buf.shape)) or (value.shape != buf.shape and value.ndim):
                     raise SessionError(
                         f"input '{buf.source}': expected shape {list(buf.shape)}, got {list(value.shape)}"

@@ -8,6 +8,7 @@ person would write, not a pile of multiplications by one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -87,6 +88,22 @@ class IRBuilder:
         if isinstance(a, int):
             return a % b
         return 0 if b == 1 else self._binary(arith.RemUIOp, a, b, name)
+
+    def unravel(self, linear: Index, shape: Sequence[int], *, in_range: bool = False) -> list[Index]:
+        """Row-major coordinates of `linear` in `shape`.
+
+        With `in_range` (the caller knows ``linear < prod(shape)``), every extent-1 dim is 0.
+        Otherwise the first coordinate is not reduced modulo its extent, so an index past the
+        end shows up as an out-of-range first coordinate that a guard can catch.
+        """
+        coords: list[Index] = []
+        for d, extent in enumerate(shape):
+            if extent == 1 and (d > 0 or in_range):
+                coords.append(0)
+                continue
+            c = self.div(linear, math.prod(shape[d + 1:]))
+            coords.append(c if d == 0 else self.rem(c, extent))
+        return coords
 
     def lt(self, a: Index, b: Index) -> SSAValue:
         return self.insert(arith.CmpiOp(self.value(a), self.value(b), "ult")).results[0]

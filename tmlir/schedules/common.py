@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
@@ -15,7 +14,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
-from tmlir.schedules.builder import Index, IRBuilder
+from tmlir.schedules.builder import Index
 
 
 def f32_memref(shape: Sequence[int]) -> MemRefType:
@@ -28,20 +27,6 @@ def kernel_attributes(template: str, params: dict[str, int | str]) -> dict[str, 
     return {"tm.template": StringAttr(template), "tm.params": DictionaryAttr(values)}
 
 
-def unravel(b: IRBuilder, linear: Index, shape: Sequence[int]) -> list[Index]:
-    """Row-major coordinates of `linear` in `shape`; the first one is not reduced modulo
-    its extent (so an index past the end shows up as an out-of-range first coordinate)."""
-    coords: list[Index] = []
-    for d, extent in enumerate(shape):
-        stride = math.prod(shape[d + 1:])
-        if extent == 1 and d > 0:
-            coords.append(0)
-            continue
-        c = b.div(linear, stride)
-        coords.append(c if d == 0 else b.rem(c, extent))
-    return coords
-
-
 def broadcast_index(coords: Sequence[Index], out_shape: Sequence[int],
                     in_shape: Sequence[int]) -> list[Index]:
     """Indices into an operand of `in_shape` broadcast (numpy rules) to `out_shape`."""
@@ -49,6 +34,17 @@ def broadcast_index(coords: Sequence[Index], out_shape: Sequence[int],
     return [
         0 if extent == 1 and out_shape[d + offset] != 1 else coords[d + offset]
         for d, extent in enumerate(in_shape)
+    ]
+
+
+def broadcast_guards(out_shape: Sequence[int], in_shape: Sequence[int],
+                     guarded_out_dims: set[int]) -> list[int]:
+    """Operand dims that need a bound guard: those indexed by a guarded output dim, unless
+    broadcast there (indexed by the constant 0)."""
+    offset = len(out_shape) - len(in_shape)
+    return [
+        d for d, extent in enumerate(in_shape)
+        if d + offset in guarded_out_dims and not (extent == 1 and out_shape[d + offset] != 1)
     ]
 
 

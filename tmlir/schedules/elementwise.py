@@ -19,11 +19,11 @@ from tmlir.dialects import tm
 from tmlir.mapping import spatial
 from tmlir.schedules.builder import IRBuilder
 from tmlir.schedules.common import (
+    broadcast_guards,
     broadcast_index,
     f32_memref,
     kernel_attributes,
     name_args,
-    unravel,
 )
 
 #: Computes the output element from the loaded operand elements.
@@ -63,17 +63,16 @@ def elementwise_kernel(
     b = IRBuilder.at_end(kernel.body.block)
     bid = b.insert(tm.BlockIdOp(), "bid").results[0]
     tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
-    tail = total % block != 0
+    guarded = {0} if total % block != 0 else set()  # spare threads run past output dim 0
     with b.for_task(spatial(grid), bid, ["blk"]) as (blk,):
         with b.for_task(spatial(block), tid, ["lane"]) as (t,):
             linear = b.add(b.mul(blk, block), t, "idx")
-            coords = unravel(b, linear, out_shape)
+            coords = b.unravel(linear, out_shape)
             loaded = []
             for arg, shape in zip(inputs, in_shapes):
                 index = broadcast_index(coords, out_shape, shape)
-                offset = len(out_shape) - len(shape)
-                guard = [0] if tail and offset == 0 and not (shape[0] == 1 != out_shape[0]) else []
+                guard = broadcast_guards(out_shape, shape, guarded)
                 loaded.append(b.load(arg, index, guard, name="x"))
             result = compute(b, loaded)
-            b.store(result, output, coords, [0] if tail else [])
+            b.store(result, output, coords, sorted(guarded))
     return kernel

@@ -28,11 +28,11 @@ from tmlir.dialects import tm
 from tmlir.mapping import repeat, spatial, tile_mapping
 from tmlir.schedules.builder import Index, IRBuilder
 from tmlir.schedules.common import (
+    broadcast_guards,
     broadcast_index,
     f32_memref,
     kernel_attributes,
     name_args,
-    unravel,
 )
 
 
@@ -113,11 +113,13 @@ def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtPara
     thread_grid = spatial(P.block_m // P.thread_m, P.block_n // P.thread_n)
     thread_tile = repeat(P.thread_m, P.thread_n)
     guard_m, guard_n, guard_k = p.m % P.block_m != 0, p.n % P.block_n != 0, p.k % P.block_k != 0
+    rank = len(p.out_shape)
+    guarded_out = {d for d, g in ((rank - 2, guard_m), (rank - 1, guard_n)) if g}
 
     with b.for_task(spatial(batch, grid_m, grid_n), bid, ["batch", "tile_m", "tile_n"]) as (
         bb, tile_m, tile_n,
     ):
-        batch_coords = unravel(b, bb, p.batch_shape) if p.batch_shape else []
+        batch_coords = b.unravel(bb, p.batch_shape, in_range=True)
         row0 = b.mul(tile_m, P.block_m, "row0")
         col0 = b.mul(tile_n, P.block_n, "col0")
         zero = b.f32(0.0)
@@ -154,28 +156,13 @@ def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtPara
                 out_coords = [*batch_coords, row, col]
                 if bias is not None and p.bias_shape is not None:
                     index = broadcast_index(out_coords, p.out_shape, p.bias_shape)
-                    guards = _guards(index, out_coords, p.bias_shape, p.out_shape, guard_m, guard_n)
+                    guards = broadcast_guards(p.out_shape, p.bias_shape, guarded_out)
                     bv = b.load(bias, index, guards, name="bias")
                     if p.beta != 1.0:
                         bv = b.fop(arith.MulfOp, bv, b.f32(p.beta))
                     value = b.fop(arith.AddfOp, value, bv)
-                rank = len(p.out_shape)
-                guard = [d for d, g in ((rank - 2, guard_m), (rank - 1, guard_n)) if g]
-                b.store(value, c, out_coords, guard)
+                b.store(value, c, out_coords, sorted(guarded_out))
     return kernel
-
-
-def _guards(index: Sequence[Index], out_coords: Sequence[Index], shape: Sequence[int],
-            out_shape: Sequence[int], guard_m: bool, guard_n: bool) -> list[int]:
-    """Operand dims indexed by the output's row/col coordinate where those need guards."""
-    offset = len(out_shape) - len(shape)
-    guards = []
-    for d, idx in enumerate(index):
-        od = d + offset
-        if idx is out_coords[od] and ((od == len(out_shape) - 2 and guard_m) or
-                                       (od == len(out_shape) - 1 and guard_n)):
-            guards.append(d)
-    return guards
 
 
 def _load_tile(

@@ -22,8 +22,6 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import (
     DiagnosticException,
     ParseError,
-    PassFailedException,
-    VerifyException,
 )
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -108,11 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         driver.run()
     except FileNotFoundError as exc:
         return _error(f"cannot open '{exc.filename}'")
-    except ParseError as exc:
-        return _error(str(exc).strip())
-    except (VerifyException, DiagnosticException) as exc:
-        return _error(str(exc).strip())
-    except PassFailedException as exc:
+    except (ParseError, DiagnosticException) as exc:  # verify errors, failed passes
         return _error(str(exc).strip())
     except ValueError as exc:  # includes the ONNX frontend's FrontendError
         return _error(str(exc))
