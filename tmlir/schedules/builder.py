@@ -105,8 +105,8 @@ class IRBuilder:
             coords.append(c if d == 0 else self.rem(c, extent))
         return coords
 
-    def lt(self, a: Index, b: Index) -> SSAValue:
-        return self.insert(arith.CmpiOp(self.value(a), self.value(b), "ult")).results[0]
+    def lt(self, a: Index, b: Index, name: str | None = None) -> SSAValue:
+        return self.insert(arith.CmpiOp(self.value(a), self.value(b), "ult"), name).results[0]
 
     def _binary(self, op_type, a: Index, b: Index, name: str | None) -> SSAValue:
         return self.insert(op_type(self.value(a), self.value(b)), name).results[0]

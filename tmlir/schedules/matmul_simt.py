@@ -1,31 +1,48 @@
-"""The SIMT matmul template: ``C = alpha * op(A) @ op(B) + beta * bias``, batched.
+"""The fp32 SIMT matmul template: ``C = alpha * op(A) @ op(B) + beta * bias``, batched.
 
-Written with task mappings as in the Hidet paper:
+The schedule of the Hidet paper (Ding et al., ASPLOS 2023, Fig. 5 and 9), written with
+task mappings. Each block computes a ``block_m x block_n`` tile of C::
 
-* blocks: ``spatial(batch, M / block_m, N / block_n)`` — one output tile per block;
-* each k-step, the block's threads load the A and B tiles cooperatively into shared
-  memory (``repeat(...) * spatial(...)`` over the tile, consecutive threads on contiguous
-  addresses), then a barrier;
-* threads: ``spatial(block_m / thread_m, block_n / thread_n)`` owns a
-  ``repeat(thread_m, thread_n)`` register tile accumulated from the shared tiles;
-* the epilogue scales, adds the broadcast bias and stores with guards on the dimensions
-  that are not tile multiples.
+    blocks   spatial(batch, M / block_m, N / block_n)              on block_id
+    threads  spatial(block_warps) * repeat(warp_outer)             (warp = tid / 32,
+             * spatial(lanes) * repeat(thread_inner)                lane = tid % 32)
 
-Double buffering and the tuned space come with the full template (issue 3); this one
-has the structure they extend.
+so a thread owns ``warp_outer * thread_inner`` elements of C (its register tile ``acc``)
+and each warp a tile built from a 32-lane layout such as ``spatial(4, 8)``. The k
+dimension is walked in steps of ``block_k`` with **double buffering**:
+
+* two-stage shared memory ``a_smem[2][block_k][block_m]``, ``b_smem[2][block_k][block_n]``
+  and two-stage register fragments ``a_frag[2][thread_m]``, ``b_frag[2][thread_n]``;
+* at the top of a k-step the next k-tile's global loads are issued into registers
+  (``a_ldg``, ``b_ldg``; cooperative ``repeat * spatial`` mappings from ``auto_map``,
+  consecutive threads on contiguous addresses) *before* this tile is computed, so their
+  latency hides behind the arithmetic;
+* while computing slice ``kk`` of the tile, the fragments of slice ``kk + 1`` are read
+  from shared memory into the other register stage;
+* after the compute the prefetched tile is stored to the other shared stage and the
+  block meets at **one barrier per k-step**.
+
+The epilogue scales by alpha, adds the broadcast bias times beta and stores with guards
+only on the dimensions that are not tile multiples (k tails load zeros). Rows of a shared
+tile that consecutive threads fill along k are padded (``32 / block_k`` floats) so the
+stores do not conflict on banks.
+
+The parameters form a small hardware-centric space, declared at the end of this file
+(``MATMUL_SIMT_SPACE``): about 200 valid candidates for a large fp32 problem.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from xdsl.dialects import arith
 from xdsl.ir import SSAValue
 
 from tmlir.dialects import tm
-from tmlir.mapping import repeat, spatial, tile_mapping
+from tmlir.mapping import TaskMapping, repeat, spatial, tile_mapping
 from tmlir.schedules.builder import Index, IRBuilder
 from tmlir.schedules.common import (
     broadcast_guards,
@@ -34,6 +51,15 @@ from tmlir.schedules.common import (
     kernel_attributes,
     name_args,
 )
+from tmlir.schedules.space import Constraint, Param, Space
+
+WARP = 32
+FLOAT_BYTES = 4
+#: Static shared memory a kernel may declare without an opt-in (all sm_7x-sm_12x GPUs).
+MAX_STATIC_SHARED_BYTES = 48 * 1024
+MAX_REGISTERS_PER_THREAD = 255
+#: Streaming multiprocessors of the reference GPU (H100 SXM) for the default choice.
+REFERENCE_SMS = 132
 
 
 @dataclass(frozen=True)
@@ -48,6 +74,12 @@ class MatmulProblem:
     transpose_rhs: bool = False
     alpha: float = 1.0
     beta: float = 1.0
+
+    @classmethod
+    def plain(cls, m: int, n: int, k: int, batch: int = 1) -> MatmulProblem:
+        """``C[batch, m, n] = A[batch, m, k] @ B[batch, k, n]`` (2-D when batch is 1)."""
+        lead = (batch,) if batch > 1 else ()
+        return cls((*lead, m, k), (*lead, k, n), (*lead, m, n))
 
     @property
     def m(self) -> int:
@@ -65,41 +97,114 @@ class MatmulProblem:
     def batch_shape(self) -> tuple[int, ...]:
         return self.out_shape[:-2]
 
+    @property
+    def batch(self) -> int:
+        return math.prod(self.batch_shape)
+
+
+Pair = tuple[int, int]
+
 
 @dataclass(frozen=True)
 class MatmulSimtParams:
-    """Tile sizes: block tile ``block_m x block_n``, k-step ``block_k``, thread tile."""
+    """The template's parameters; block and thread tiles follow from them."""
 
-    block_m: int = 64
-    block_n: int = 64
+    block_warps: Pair = (4, 2)
+    warp_outer: Pair = (2, 2)
+    lanes: Pair = (4, 8)
+    thread_inner: Pair = (4, 4)
     block_k: int = 8
-    thread_m: int = 4
-    thread_n: int = 4
+
+    def __post_init__(self) -> None:
+        if self.lanes[0] * self.lanes[1] != WARP:
+            raise ValueError(f"lanes {self.lanes} must have {WARP} lanes")
 
     @property
     def threads(self) -> int:
-        return (self.block_m // self.thread_m) * (self.block_n // self.thread_n)
+        return self.block_warps[0] * self.block_warps[1] * WARP
+
+    @property
+    def thread_m(self) -> int:
+        return self.warp_outer[0] * self.thread_inner[0]
+
+    @property
+    def thread_n(self) -> int:
+        return self.warp_outer[1] * self.thread_inner[1]
+
+    @property
+    def warp_m(self) -> int:
+        return self.thread_m * self.lanes[0]
+
+    @property
+    def warp_n(self) -> int:
+        return self.thread_n * self.lanes[1]
+
+    @property
+    def block_m(self) -> int:
+        return self.block_warps[0] * self.warp_m
+
+    @property
+    def block_n(self) -> int:
+        return self.block_warps[1] * self.warp_n
+
+    @property
+    def thread_mapping(self) -> TaskMapping:
+        """The block tile's mapping over the block's threads."""
+        return (spatial(*self.block_warps) * repeat(*self.warp_outer) * spatial(*self.lanes)
+                * repeat(*self.thread_inner))
+
+    def smem_pads(self, problem: MatmulProblem) -> Pair:
+        """Row padding of the A and B shared tiles: an operand whose global rows run along k
+        is stored by consecutive threads at stride ``block_m`` (``block_n``); pad then."""
+        pad = max(1, WARP // self.block_k)
+        return (0 if problem.transpose_lhs else pad, pad if problem.transpose_rhs else 0)
+
+    def shared_bytes(self, problem: MatmulProblem) -> int:
+        pad_a, pad_b = self.smem_pads(problem)
+        return 2 * self.block_k * (self.block_m + pad_a + self.block_n + pad_b) * FLOAT_BYTES
+
+    def register_estimate(self) -> int:
+        """Accumulators, two fragment stages, prefetch registers and ~24 for addresses."""
+        prefetch = (self.block_m + self.block_n) * self.block_k // self.threads
+        return (self.thread_m * self.thread_n + 2 * (self.thread_m + self.thread_n) + prefetch
+                + 24)
+
+    def describe(self) -> dict[str, int | str]:
+        """Flat parameters for the kernel header, the CLI and reports."""
+        return {
+            "block_m": self.block_m, "block_n": self.block_n, "block_k": self.block_k,
+            "threads": self.threads, "thread_m": self.thread_m, "thread_n": self.thread_n,
+            "block_warps": _pair(self.block_warps), "warp_outer": _pair(self.warp_outer),
+            "lanes": _pair(self.lanes), "thread_inner": _pair(self.thread_inner),
+        }
 
     @classmethod
     def default_for(cls, problem: MatmulProblem) -> MatmulSimtParams:
-        """Block tiles no larger than the problem needs (16, 32 or 64 per side)."""
+        """The candidate used without tuning: the largest tile of a fixed preference list
+        that is valid and still gives every SM of the reference GPU a block, else the valid
+        preference with the most blocks (the smallest tile among equals)."""
+        valid = [p for p in DEFAULT_PREFERENCES
+                 if MATMUL_SIMT_SPACE.first_violation(p, problem) is None]
+        def blocks(p: MatmulSimtParams) -> int:
+            return problem.batch * math.ceil(problem.m / p.block_m) * math.ceil(problem.n / p.block_n)
 
-        def side(extent: int) -> int:
-            return 64 if extent > 32 else 32 if extent > 16 else 16
+        fewest_idle = max(valid, key=lambda p: (blocks(p), -p.block_m * p.block_n))
+        return next((p for p in valid if blocks(p) >= REFERENCE_SMS), fewest_idle)
 
-        return cls(block_m=side(problem.m), block_n=side(problem.n))
+
+def _pair(p: Pair) -> str:
+    return f"{p[0]}x{p[1]}"
 
 
 def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtParams) -> tm.KernelOp:
-    """A kernel ``(A, B, [bias,] C)`` for `problem` with tile sizes `params`."""
+    """A kernel ``(A, B, [bias,] C)`` for `problem` with the schedule `params`."""
     p, P = problem, params
-    threads = P.threads
     grid_m, grid_n = math.ceil(p.m / P.block_m), math.ceil(p.n / P.block_n)
-    batch = math.prod(p.batch_shape)
+    k_tiles = math.ceil(p.k / P.block_k)
     arg_shapes = [p.lhs_shape, p.rhs_shape, *([p.bias_shape] if p.bias_shape else []), p.out_shape]
     kernel = tm.KernelOp(
-        name, [f32_memref(s) for s in arg_shapes], batch * grid_m * grid_n, threads,
-        kernel_attributes("matmul_simt", {**asdict(P), "M": p.m, "N": p.n, "K": p.k}),
+        name, [f32_memref(s) for s in arg_shapes], p.batch * grid_m * grid_n, P.threads,
+        kernel_attributes("matmul_simt", {**P.describe(), "M": p.m, "N": p.n, "K": p.k}),
     )
     name_args(kernel, ["A", "B", *(["bias"] if p.bias_shape else []), "C"])
     a, bmat, *rest = kernel.args
@@ -107,83 +212,230 @@ def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtPara
     b = IRBuilder.at_end(kernel.body.block)
     bid = b.insert(tm.BlockIdOp(), "bid").results[0]
     tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
-    a_smem = b.insert(tm.AllocOp("shared", f32_memref((P.block_k, P.block_m))), "a_smem").results[0]
-    b_smem = b.insert(tm.AllocOp("shared", f32_memref((P.block_k, P.block_n))), "b_smem").results[0]
-    acc = b.insert(tm.AllocOp("register", f32_memref((P.thread_m, P.thread_n))), "acc").results[0]
-    thread_grid = spatial(P.block_m // P.thread_m, P.block_n // P.thread_n)
-    thread_tile = repeat(P.thread_m, P.thread_n)
-    guard_m, guard_n, guard_k = p.m % P.block_m != 0, p.n % P.block_n != 0, p.k % P.block_k != 0
-    rank = len(p.out_shape)
-    guarded_out = {d for d, g in ((rank - 2, guard_m), (rank - 1, guard_n)) if g}
+    warp, lane = b.div(tid, WARP, "warp"), b.rem(tid, WARP, "lane")
+    pad_a, pad_b = P.smem_pads(p)
+    a_load = _TileLoad(p.lhs_shape, P.block_m, P.block_k, p.transpose_lhs, P.threads)
+    b_load = _TileLoad(p.rhs_shape, P.block_n, P.block_k, not p.transpose_rhs, P.threads)
 
-    with b.for_task(spatial(batch, grid_m, grid_n), bid, ["batch", "tile_m", "tile_n"]) as (
-        bb, tile_m, tile_n,
+    def alloc(scope: str, shape: tuple[int, ...], name: str) -> SSAValue:
+        return b.insert(tm.AllocOp(scope, f32_memref(shape)), name).results[0]
+
+    a_smem = alloc("shared", (2, P.block_k, P.block_m + pad_a), "a_smem")
+    b_smem = alloc("shared", (2, P.block_k, P.block_n + pad_b), "b_smem")
+    a_frag = alloc("register", (2, P.thread_m), "a_frag")
+    b_frag = alloc("register", (2, P.thread_n), "b_frag")
+    a_ldg = alloc("register", (a_load.per_thread,), "a_ldg")
+    b_ldg = alloc("register", (b_load.per_thread,), "b_ldg")
+    acc = alloc("register", (P.thread_m, P.thread_n), "acc")
+    rank = len(p.out_shape)
+    guarded_out = {d for d, g in ((rank - 2, p.m % P.block_m), (rank - 1, p.n % P.block_n)) if g}
+    guard_k = p.k % P.block_k != 0
+
+    with (
+        b.for_task(spatial(p.batch, grid_m, grid_n), bid, ["batch", "tile_m", "tile_n"])
+        as (bb, tile_m, tile_n),
+        b.for_task(spatial(*P.block_warps), warp, ["wi", "wj"]) as (wi, wj),
+        b.for_task(spatial(*P.lanes), lane, ["li", "lj"]) as (li, lj),
     ):
         batch_coords = b.unravel(bb, p.batch_shape, in_range=True)
         row0 = b.mul(tile_m, P.block_m, "row0")
         col0 = b.mul(tile_n, P.block_n, "col0")
+        a_batch = broadcast_index(batch_coords, p.batch_shape, p.lhs_shape[:-2])
+        b_batch = broadcast_index(batch_coords, p.batch_shape, p.rhs_shape[:-2])
+
+        def tile_row(oi: Index, ii: Index) -> Index:  # spatial * repeat * spatial * repeat
+            return b.add(b.mul(b.add(b.mul(b.add(b.mul(wi, P.warp_outer[0]), oi), P.lanes[0]),
+                                     li), P.thread_inner[0]), ii)
+
+        def tile_col(oj: Index, ij: Index) -> Index:
+            return b.add(b.mul(b.add(b.mul(b.add(b.mul(wj, P.warp_outer[1]), oj), P.lanes[1]),
+                                     lj), P.thread_inner[1]), ij)
+
+        def global_to_registers(k_tile: Index) -> None:
+            k0 = b.mul(k_tile, P.block_k, "k0")
+            a_load.to_registers(b, a, a_ldg, tid, a_batch, row0, k0, p.m % P.block_m != 0, guard_k)
+            b_load.to_registers(b, bmat, b_ldg, tid, b_batch, col0, k0, p.n % P.block_n != 0, guard_k)
+
+        def registers_to_shared(stage: Index) -> None:
+            a_load.to_shared(b, a_ldg, a_smem, stage, tid)
+            b_load.to_shared(b, b_ldg, b_smem, stage, tid)
+
+        def shared_to_fragments(stage: Index, kk: Index, slot: Index) -> None:
+            with b.for_task(repeat(P.warp_outer[0], P.thread_inner[0]), None, ["oi", "ii"]) as (oi, ii):
+                f = b.add(b.mul(oi, P.thread_inner[0]), ii)
+                b.store(b.load(a_smem, [stage, kk, tile_row(oi, ii)]), a_frag, [slot, f])
+            with b.for_task(repeat(P.warp_outer[1], P.thread_inner[1]), None, ["oj", "ij"]) as (oj, ij):
+                f = b.add(b.mul(oj, P.thread_inner[1]), ij)
+                b.store(b.load(b_smem, [stage, kk, tile_col(oj, ij)]), b_frag, [slot, f])
+
+        def multiply_accumulate(slot: Index) -> None:
+            with b.for_task(repeat(P.thread_m, P.thread_n), None, ["i", "j"]) as (i, j):
+                prod = b.fop(arith.MulfOp, b.load(a_frag, [slot, i], name="a"),
+                             b.load(b_frag, [slot, j], name="b"))
+                b.store(b.fop(arith.AddfOp, b.load(acc, [i, j]), prod), acc, [i, j])
+
         zero = b.f32(0.0)
-        with b.for_task(thread_grid, tid, ["ti", "tj"]):
-            with b.for_task(thread_tile, None, ["i", "j"]) as (i, j):
-                b.store(zero, acc, [i, j])
+        with b.for_task(repeat(P.thread_m, P.thread_n), None, ["i", "j"]) as (i, j):
+            b.store(zero, acc, [i, j])
+        # Prologue: k-tile 0 into shared stage 0, its first slice into fragment stage 0.
+        global_to_registers(0)
+        registers_to_shared(0)
+        b.insert(tm.BarrierOp())
+        shared_to_fragments(0, 0, 0)
 
-        with b.loop(0, math.ceil(p.k / P.block_k), name="k0") as k0:
-            k_base = b.mul(k0, P.block_k, "kbase")
-            # A tile -> a_smem[k][m]; tasks follow A's memory order for coalescing.
-            _load_tile(b, a, a_smem, tid, threads, p.lhs_shape, batch_coords, p.batch_shape,
-                       outer=(row0, P.block_m, guard_m), inner=(k_base, P.block_k, guard_k),
-                       transposed=p.transpose_lhs)
-            _load_tile(b, bmat, b_smem, tid, threads, p.rhs_shape, batch_coords, p.batch_shape,
-                       outer=(col0, P.block_n, guard_n), inner=(k_base, P.block_k, guard_k),
-                       transposed=not p.transpose_rhs)
+        with b.loop(0, k_tiles, name="kt") as kt:
+            stage = b.rem(kt, 2, "stage")
+            next_kt = b.add(kt, 1, "next_kt")
+            has_next = b.lt(next_kt, k_tiles, "has_next")
+            with b.if_(has_next):  # prefetch: issued before this tile's arithmetic
+                global_to_registers(next_kt)
+            with b.loop(0, P.block_k - 1, unroll=True, name="kk") as kk:
+                next_kk = b.add(kk, 1, "next_kk")
+                shared_to_fragments(stage, next_kk, b.rem(next_kk, 2, "next_slot"))
+                multiply_accumulate(b.rem(kk, 2, "slot"))
+            with b.if_(has_next):
+                registers_to_shared(b.rem(next_kt, 2, "next_stage"))
             b.insert(tm.BarrierOp())
-            with b.loop(0, P.block_k, unroll=True, name="kk") as kk:
-                with b.for_task(thread_grid, tid, ["ti", "tj"]) as (ti, tj):
-                    with b.for_task(thread_tile, None, ["i", "j"]) as (i, j):
-                        av = b.load(a_smem, [kk, b.add(b.mul(ti, P.thread_m), i)], name="a")
-                        bv = b.load(b_smem, [kk, b.add(b.mul(tj, P.thread_n), j)], name="b")
-                        prod = b.fop(arith.MulfOp, av, bv)
-                        b.store(b.fop(arith.AddfOp, b.load(acc, [i, j]), prod), acc, [i, j])
-            b.insert(tm.BarrierOp())
+            shared_to_fragments(b.rem(next_kt, 2, "next_stage"), 0, 0)
+            multiply_accumulate((P.block_k - 1) % 2)
 
-        with b.for_task(thread_grid, tid, ["ti", "tj"]) as (ti, tj):
-            with b.for_task(thread_tile, None, ["i", "j"]) as (i, j):
-                row = b.add(row0, b.add(b.mul(ti, P.thread_m), i), "row")
-                col = b.add(col0, b.add(b.mul(tj, P.thread_n), j), "col")
-                value = b.load(acc, [i, j], name="sum")
-                if p.alpha != 1.0:
-                    value = b.fop(arith.MulfOp, value, b.f32(p.alpha))
-                out_coords = [*batch_coords, row, col]
-                if bias is not None and p.bias_shape is not None:
-                    index = broadcast_index(out_coords, p.out_shape, p.bias_shape)
-                    guards = broadcast_guards(p.out_shape, p.bias_shape, guarded_out)
-                    bv = b.load(bias, index, guards, name="bias")
-                    if p.beta != 1.0:
-                        bv = b.fop(arith.MulfOp, bv, b.f32(p.beta))
-                    value = b.fop(arith.AddfOp, value, bv)
-                b.store(value, c, out_coords, sorted(guarded_out))
+        # Epilogue: C = alpha * acc + beta * bias, guarded where tiles overhang.
+        with (
+            b.for_task(repeat(*P.warp_outer), None, ["oi", "oj"]) as (oi, oj),
+            b.for_task(repeat(*P.thread_inner), None, ["ii", "ij"]) as (ii, ij),
+        ):
+            row = b.add(row0, tile_row(oi, ii), "row")
+            col = b.add(col0, tile_col(oj, ij), "col")
+            value = b.load(acc, [b.add(b.mul(oi, P.thread_inner[0]), ii),
+                                 b.add(b.mul(oj, P.thread_inner[1]), ij)], name="sum")
+            if p.alpha != 1.0:
+                value = b.fop(arith.MulfOp, value, b.f32(p.alpha))
+            out_coords = [*batch_coords, row, col]
+            if bias is not None and p.bias_shape is not None:
+                index = broadcast_index(out_coords, p.out_shape, p.bias_shape)
+                guards = broadcast_guards(p.out_shape, p.bias_shape, guarded_out)
+                bv = b.load(bias, index, guards, name="bias")
+                if p.beta != 1.0:
+                    bv = b.fop(arith.MulfOp, bv, b.f32(p.beta))
+                value = b.fop(arith.AddfOp, value, bv)
+            b.store(value, c, out_coords, sorted(guarded_out))
     return kernel
 
 
-def _load_tile(
-    b: IRBuilder, src: SSAValue, smem: SSAValue, tid: SSAValue, threads: int,
-    shape: tuple[int, ...], batch_coords: Sequence[Index], batch_shape: tuple[int, ...],
-    outer: tuple[Index, int, bool], inner: tuple[Index, int, bool], transposed: bool,
-) -> None:
-    """Copy a (outer x k) tile of `src` into ``smem[k][outer]``.
+@dataclass(frozen=True)
+class _TileLoad:
+    """The cooperative copy of one operand's ``outer x block_k`` tile, global → registers →
+    ``smem[stage][k][outer]``.
 
-    `outer`/`inner` are (base, extent, needs guard) of the m-or-n and k dimensions; the
-    operand is stored (..., outer, k) unless `transposed`, when it is (..., k, outer).
+    The operand is stored ``(..., outer, k)`` unless `k_major`, when it is
+    ``(..., k, outer)``; the copy's mapping ``repeat * spatial`` follows that memory order
+    so consecutive threads read consecutive addresses.
     """
-    (o_base, o_ext, o_guard), (k_base, k_ext, k_guard) = outer, inner
-    rank = len(shape)
-    operand_batch = broadcast_index(batch_coords, batch_shape, shape[:-2]) if rank > 2 else []
-    rows, cols = (k_ext, o_ext) if transposed else (o_ext, k_ext)
-    names = ["k", "o"] if transposed else ["o", "k"]
-    with b.for_task(tile_mapping((rows, cols), threads), tid, names) as (r, c):
-        o, k = (c, r) if transposed else (r, c)
-        go, gk = b.add(o_base, o), b.add(k_base, k)
-        index = [*operand_batch, *((gk, go) if transposed else (go, gk))]
-        guard_o, guard_k = (rank - 1, rank - 2) if transposed else (rank - 2, rank - 1)
-        guard = sorted(d for d, g in ((guard_o, o_guard), (guard_k, k_guard)) if g)
-        b.store(b.load(src, index, guard), smem, [k, o])
+
+    shape: tuple[int, ...]
+    outer: int
+    block_k: int
+    k_major: bool
+    threads: int
+
+    @property
+    def tile(self) -> Pair:
+        return (self.block_k, self.outer) if self.k_major else (self.outer, self.block_k)
+
+    @property
+    def mapping(self) -> tuple[TaskMapping, TaskMapping]:
+        """(repeat, spatial) parts of the copy mapping."""
+        m = tile_mapping(self.tile, self.threads)
+        return (TaskMapping(m.atoms[:1]), TaskMapping(m.atoms[1:])) if len(m.atoms) == 2 \
+            else (repeat(1, 1), m)
+
+    @property
+    def per_thread(self) -> int:
+        return self.outer * self.block_k // self.threads
+
+    @contextmanager
+    def _tasks(self, b: IRBuilder, tid: SSAValue) -> Iterator[tuple[Index, Index, Index]]:
+        """Open the copy's task loops; yield (register index, outer, k) of the task."""
+        rep, spa = self.mapping
+        r_shape, s_shape = rep.task_shape, spa.task_shape
+        # repeat * spatial; a thread has one spatial task, so it can be the outer loop.
+        with (b.for_task(spa, tid, ["s0", "s1"]) as (s0, s1),
+              b.for_task(rep, None, ["r0", "r1"]) as (r0, r1)):
+            reg = b.add(b.mul(r0, r_shape[1]), r1)
+            rows, cols = b.add(b.mul(r0, s_shape[0]), s0), b.add(b.mul(r1, s_shape[1]), s1)
+            o, k = (cols, rows) if self.k_major else (rows, cols)
+            yield reg, o, k
+
+    def to_registers(self, b: IRBuilder, src: SSAValue, regs: SSAValue, tid: SSAValue,
+                     batch: Sequence[Index], o_base: Index, k_base: Index,
+                     guard_o: bool, guard_k: bool) -> None:
+        rank = len(self.shape)
+        dim_o, dim_k = (rank - 1, rank - 2) if self.k_major else (rank - 2, rank - 1)
+        guard = sorted(d for d, g in ((dim_o, guard_o), (dim_k, guard_k)) if g)
+        with self._tasks(b, tid) as (reg, o, k):
+            go, gk = b.add(o_base, o), b.add(k_base, k)
+            index = [*batch, *((gk, go) if self.k_major else (go, gk))]
+            b.store(b.load(src, index, guard), regs, [reg])
+
+    def to_shared(self, b: IRBuilder, regs: SSAValue, smem: SSAValue, stage: Index,
+                  tid: SSAValue) -> None:
+        with self._tasks(b, tid) as (reg, o, k):
+            b.store(b.load(regs, [reg]), smem, [stage, k, o])
+
+
+# ----------------------------------------------------------------------------- the space
+
+
+def _next_pow2(x: int) -> int:
+    return 1 << max(0, x - 1).bit_length()
+
+
+#: Every tile side up to this fits any problem; the smallest tiles of the space (8 x 64,
+#: 16 x 32, ...) are within it, so no problem has an empty space.
+SMALL_TILE_SIDE = 64
+
+
+def _fits_problem(P: MatmulSimtParams, p: MatmulProblem) -> bool:
+    """No block tile side larger than the problem's side rounded up to a power of two
+    (sides up to 64 always fit): a bigger tile only computes padding."""
+    return (P.block_m <= max(SMALL_TILE_SIDE, _next_pow2(p.m))
+            and P.block_n <= max(SMALL_TILE_SIDE, _next_pow2(p.n)))
+
+
+MATMUL_SIMT_SPACE: Space[MatmulSimtParams] = Space(
+    "matmul_simt",
+    [
+        Param("block_warps", ((1, 1), (1, 2), (2, 1), (2, 2), (2, 4), (4, 2), (1, 4), (4, 1)),
+              "warps per block (rows, cols)"),
+        Param("lanes", ((4, 8), (8, 4), (2, 16), (16, 2)), "the 32-lane layout of a warp"),
+        Param("warp_outer", ((1, 1), (1, 2), (2, 1), (2, 2)), "repeats of the lane layout"),
+        Param("thread_inner", ((4, 4),), "each thread's contiguous sub-tile"),
+        Param("block_k", (8, 16), "k-step"),
+    ],
+    MatmulSimtParams,
+    [
+        Constraint("threads <= 1024", lambda P, p: P.threads <= tm.MAX_THREADS_PER_BLOCK),
+        Constraint("block tile <= 128 x 128",
+                   lambda P, p: P.block_m <= 128 and P.block_n <= 128),
+        Constraint("tile fits the problem", _fits_problem),
+        Constraint("loads spread evenly over threads",
+                   lambda P, p: (P.block_m * P.block_k) % P.threads == 0
+                   and (P.block_n * P.block_k) % P.threads == 0),
+        Constraint("shared memory <= 48 KiB",
+                   lambda P, p: P.shared_bytes(p) <= MAX_STATIC_SHARED_BYTES),
+        Constraint("registers <= 255 (estimate)",
+                   lambda P, p: P.register_estimate() <= MAX_REGISTERS_PER_THREAD),
+    ],
+)
+
+#: Tried in order by `MatmulSimtParams.default_for`: large, balanced tiles first.
+DEFAULT_PREFERENCES = (
+    MatmulSimtParams((4, 2), (2, 2), (4, 8), (4, 4), 8),  # 128 x 128, 256 threads, 8 x 8
+    MatmulSimtParams((2, 2), (2, 2), (4, 8), (4, 4), 8),  # 64 x 128, 128 threads, 8 x 8
+    MatmulSimtParams((2, 2), (1, 2), (8, 4), (4, 4), 8),  # 64 x 64, 128 threads, 4 x 8
+    MatmulSimtParams((2, 2), (1, 1), (4, 8), (4, 4), 8),  # 32 x 64, 128 threads, 4 x 4
+    MatmulSimtParams((1, 2), (1, 1), (4, 8), (4, 4), 8),  # 16 x 64, 64 threads, 4 x 4
+    MatmulSimtParams((1, 1), (1, 1), (4, 8), (4, 4), 8),  # 16 x 32, 32 threads, 4 x 4
+    MatmulSimtParams((1, 1), (1, 1), (2, 16), (4, 4), 8),  # 8 x 64, 32 threads, 4 x 4
+)
+

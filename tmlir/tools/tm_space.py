@@ -1,0 +1,125 @@
+"""``tm-space``: list a schedule template's hardware-centric space for a problem.
+
+    tm-space matmul --m 1024 --n 1024 --k 1024            # a readable table
+    tm-space matmul --m 257 --n 131 --k 75 --batch 4 --json
+
+Every valid candidate is compiled for the target (``--arch``, default sm_90) with
+``ptxas -v`` — no GPU needed — and reported with its parameters, ``registers``,
+``spill_bytes`` and ``shared_bytes``; the candidate the compiler uses without tuning has
+``"default": true``. ``--json`` prints one JSON object per line per candidate.
+User errors are one line, ``tm-space: error: ...``, and exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from tmlir.backends.ptx import SUPPORTED_ARCHS, CudaCompileError
+from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulProblem
+
+TEMPLATES = ("matmul",)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(1, f"tm-space: error: {message}\n")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="tm-space", description=__doc__.split("\n\n")[0])
+    parser.add_argument("template", choices=TEMPLATES, help="schedule template")
+    parser.add_argument("--m", type=_positive, required=True, help="rows of C")
+    parser.add_argument("--n", type=_positive, required=True, help="columns of C")
+    parser.add_argument("--k", type=_positive, required=True, help="contraction length")
+    parser.add_argument("--batch", type=_positive, default=1, help="batch size (default 1)")
+    parser.add_argument("--trans-a", action="store_true", help="A is stored k x m")
+    parser.add_argument("--trans-b", action="store_true", help="B is stored n x k")
+    parser.add_argument("--arch", default="sm_90", choices=SUPPORTED_ARCHS,
+                        help="ptxas target (default sm_90)")
+    parser.add_argument("--jobs", type=_positive, default=None,
+                        help="compiler processes (default: CPU count)")
+    parser.add_argument("--limit", type=_positive, default=None,
+                        help="compile only the first LIMIT candidates (and the default)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    return parser
+
+
+def problem_of(args: argparse.Namespace) -> MatmulProblem:
+    m, n, k, batch = args.m, args.n, args.k, args.batch
+    lead = (batch,) if batch > 1 else ()
+    lhs = (*lead, k, m) if args.trans_a else (*lead, m, k)
+    rhs = (*lead, n, k) if args.trans_b else (*lead, k, n)
+    return MatmulProblem(lhs, rhs, (*lead, m, n), transpose_lhs=args.trans_a,
+                         transpose_rhs=args.trans_b)
+
+
+def rows(args: argparse.Namespace) -> list[dict]:
+    from tmlir.tuning import matmul_candidates, ptxas_report
+
+    problem = problem_of(args)
+    candidates = matmul_candidates(problem)
+    if args.limit is not None:
+        candidates = [c for c in candidates if c.index < args.limit or c.default]
+    stats = ptxas_report(problem, candidates, args.arch, args.jobs)
+    out = []
+    for c in candidates:
+        s = stats[c.index]
+        out.append({
+            "index": c.index, "template": MATMUL_SIMT_SPACE.template, **c.params.describe(),
+            "registers": s.registers, "spill_bytes": s.spill_bytes,
+            "shared_bytes": s.shared_bytes, "default": c.default,
+        })
+    return out
+
+
+COLUMNS = ("index", "block_m", "block_n", "block_k", "threads", "block_warps", "warp_outer",
+           "lanes", "thread_inner", "registers", "spill_bytes", "shared_bytes", "default")
+
+
+def print_table(table: list[dict], args: argparse.Namespace) -> None:
+    shape = f"{args.batch} x " if args.batch > 1 else ""
+    listed = "" if args.limit is None else " listed"
+    print(f"matmul_simt space for {shape}{args.m} x {args.n} x {args.k} on {args.arch}: "
+          f"{len(table)}{listed} candidates, {sum(r['spill_bytes'] > 0 for r in table)} spill")
+    widths = {c: max(len(c), *(len(str(r[c])) for r in table)) for c in COLUMNS}
+    print("  ".join(c.rjust(widths[c]) for c in COLUMNS))
+    for r in table:
+        cells = {**r, "default": "*" if r["default"] else ""}
+        print("  ".join(str(cells[c]).rjust(widths[c]) for c in COLUMNS))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        table = rows(args)
+    except CudaCompileError as exc:
+        print(f"tm-space: error: {exc.summary}", file=sys.stderr)
+        return 1
+    try:
+        if args.json:
+            for r in table:
+                print(json.dumps(r))
+        else:
+            print_table(table, args)
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. `tm-space ... | head`
+        sys.stdout = None  # type: ignore[assignment]  # nothing more can be written
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
