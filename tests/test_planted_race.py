@@ -1,10 +1,11 @@
-"""The emu backend is a real CUDA emulation: the compiler's own matmul kernel, with the
-barrier between the shared-memory stores and the compute loop removed, gives a wrong
-result; with the barrier, the right one."""
+"""The emu backend is a real CUDA emulation: the compiler's own double-buffered matmul
+kernel, with either of its barriers removed (after the prologue's shared-memory stores,
+or the one per k-step), gives a wrong result; with both, the right one."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from models import make_model
 from onnx import helper
 
@@ -16,19 +17,19 @@ from tmlir.passes.lower_to_cuda import LowerToCuda
 from tmlir.registry import make_context
 
 
-def matmul_output(remove_first_barrier: bool) -> tuple[np.ndarray, np.ndarray]:
+def matmul_output(remove_barrier: int | None) -> tuple[np.ndarray, np.ndarray]:
     m, n, k = 64, 64, 32
     model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])],
                        {"a": (m, k), "b": (k, n)}, {"y": (m, n)})
     module = import_onnx(model).module
     LowerToCuda().apply(make_context(), module)
     barriers = [op for op in module.walk() if isinstance(op, tmgpu.BarrierOp)]
-    assert len(barriers) == 2  # after the tile loads, after the compute loop
-    if remove_first_barrier:
-        barriers[0].detach()
-        barriers[0].erase()
+    assert len(barriers) == 2  # after the prologue, once per k-step
+    if remove_barrier is not None:
+        barriers[remove_barrier].detach()
+        barriers[remove_barrier].erase()
     program = emit_cuda(module)
-    assert program.source.count("__syncthreads();") == (1 if remove_first_barrier else 2)
+    assert program.source.count("__syncthreads();") == (1 if remove_barrier is not None else 2)
     emu = compile_emu(program.source, [kern.signature for kern in program.kernels])
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
@@ -39,10 +40,11 @@ def matmul_output(remove_first_barrier: bool) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_matmul_with_its_barriers_is_right():
-    got, want = matmul_output(remove_first_barrier=False)
+    got, want = matmul_output(remove_barrier=None)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
 
 
-def test_missing_barrier_is_a_visible_race():
-    got, want = matmul_output(remove_first_barrier=True)
+@pytest.mark.parametrize("barrier", [0, 1], ids=["prologue", "k_step"])
+def test_missing_barrier_is_a_visible_race(barrier):
+    got, want = matmul_output(remove_barrier=barrier)
     assert np.abs(got - want).max() > 1.0

@@ -10,33 +10,45 @@
 // LEVEL:     func.func @mlp
 // LEVEL-NOT: {{(= |^ *)tm\.}}
 
-// The matmul (M = 4, N = 6, K = 8 on a 16x16x8 tile): 16 threads, shared A and B tiles,
-// a register accumulator, guarded global loads, two barriers, a guarded store.
-// CHECK-LABEL: tmgpu.kernel @matmul_0(%A: memref<4x8xf32>, %B: memref<8x6xf32>, %C: memref<4x6xf32>) block(16)
+// The matmul (M = 4, N = 6, K = 8 on a 16x32x8 tile, one warp): two-stage shared tiles
+// and register fragments, guarded global loads into prefetch registers, a barrier after
+// the prologue and one per k-step, a guarded store. (K = 8 is one k-step, so
+// canonicalize removes the k loop.)
+// CHECK-LABEL: tmgpu.kernel @matmul_0(%A: memref<4x8xf32>, %B: memref<8x6xf32>, %C: memref<4x6xf32>) block(32)
 // CHECK-SAME:    attributes {tm.template = "matmul_simt"
 // CHECK:         %tid = tmgpu.thread_id x
-// CHECK-DAG:     %a_smem = tmgpu.shared_alloc : memref<8x16xf32>
-// CHECK-DAG:     %b_smem = tmgpu.shared_alloc : memref<8x16xf32>
-// CHECK-DAG:     %acc = tmgpu.local_alloc : memref<4x4xf32>
-// CHECK:         scf.for
-// CHECK:           memref.store %{{.*}}, %acc[%i, %j] : memref<4x4xf32>
+// CHECK:         %a_smem = tmgpu.shared_alloc : memref<2x8x20xf32>
+// CHECK-NEXT:    %b_smem = tmgpu.shared_alloc : memref<2x8x32xf32>
+// CHECK-NEXT:    %a_frag = tmgpu.local_alloc : memref<2x4xf32>
+// CHECK-NEXT:    %b_frag = tmgpu.local_alloc : memref<2x4xf32>
+// CHECK-NEXT:    %a_ldg = tmgpu.local_alloc : memref<4xf32>
+// CHECK-NEXT:    %b_ldg = tmgpu.local_alloc : memref<8xf32>
+// CHECK-NEXT:    %acc = tmgpu.local_alloc : memref<4x4xf32>
+// CHECK:         memref.store %{{.*}}, %acc[%i, %j] : memref<4x4xf32>
 // CHECK:         scf.if %{{[0-9]+}} -> (f32) {
 // CHECK-NEXT:      memref.load %A[%{{.*}}, %{{.*}}] : memref<4x8xf32>
-// CHECK:         memref.store %{{[0-9]+}}, %a_smem[%k, %o] : memref<8x16xf32>
+// CHECK:         memref.store %{{[0-9]+}}, %a_ldg[%r0] : memref<4xf32>
 // CHECK:         scf.if %{{[0-9]+}} -> (f32) {
 // CHECK-NEXT:      memref.load %B[%{{.*}}, %{{.*}}] : memref<8x6xf32>
-// CHECK:         memref.store %{{[0-9]+}}, %b_smem[%{{.*}}, %{{.*}}] : memref<8x16xf32>
+// CHECK:         memref.store %{{[0-9]+}}, %b_ldg[%r0_1] : memref<8xf32>
+// CHECK:         memref.store %{{[0-9]+}}, %a_smem[
+// CHECK:         memref.store %{{[0-9]+}}, %b_smem[
 // CHECK:         tmgpu.barrier
+// CHECK-NOT:     tmgpu.barrier
 // CHECK:         scf.for %kk =
-// CHECK:           memref.load %a_smem[%kk,
-// CHECK:           memref.load %b_smem[%kk,
+// CHECK:           memref.load %a_smem[%{{[a-z0-9_]+}}, %next_kk,
+// CHECK-NOT:     tmgpu.barrier
+// CHECK:         {{^    \} \{tm.unroll\}$}}
+// CHECK-NEXT:    scf.if %has_next {
+// CHECK-NOT:     tmgpu.barrier
+// CHECK:           memref.store %{{[0-9]+}}, %b_smem[%next_stage,
 // CHECK:         tmgpu.barrier
+// CHECK-NOT:     tmgpu.barrier
 // CHECK:         %sum = memref.load %acc
 // CHECK:         scf.if %{{[0-9]+}} {
 // CHECK-NEXT:      memref.store %sum, %C[%row, %col] : memref<4x6xf32>
 // CHECK-NEXT:    }
 
-// The relu: one block of 32 threads over 24 elements, guarded on dim 0.
 // CHECK-LABEL: tmgpu.kernel @relu_1(%x0: memref<4x6xf32>, %out: memref<4x6xf32>) block(32)
 // CHECK-SAME:    attributes {tm.template = "elementwise", tm.params = {block = 32 : i64, expr = "relu(x0)"}}
 // CHECK:         %tid = tmgpu.thread_id x
@@ -52,7 +64,7 @@
 // CHECK-LABEL: func.func @mlp(%x: memref<4x8xf32>, %w: memref<8x6xf32>, %y_out: memref<4x6xf32>)
 // CHECK-SAME:    attributes {tm.inputs = ["x", "w"], tm.outputs = ["y"]} {
 // CHECK-NEXT:    %h = tmgpu.alloc : memref<4x6xf32>
-// CHECK-NEXT:    tmgpu.launch @matmul_0(%x, %w, %h) grid(1) block(16) : memref<4x8xf32>, memref<8x6xf32>, memref<4x6xf32>
+// CHECK-NEXT:    tmgpu.launch @matmul_0(%x, %w, %h) grid(1) block(32) : memref<4x8xf32>, memref<8x6xf32>, memref<4x6xf32>
 // CHECK-NEXT:    tmgpu.launch @relu_1(%h, %y_out) grid(1) block(32) : memref<4x6xf32>, memref<4x6xf32>
 // CHECK-NEXT:    func.return
 func.func @mlp(%x: tensor<4x8xf32>, %w: tensor<8x6xf32>) -> tensor<4x6xf32> attributes {tm.inputs = ["x", "w"], tm.outputs = ["y"]} {
