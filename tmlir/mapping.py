@@ -6,6 +6,14 @@ tasks. The two atoms are
 * ``spatial(4, 8)``: 32 workers, one task each; worker ``w`` gets task ``(w // 8, w % 8)``;
 * ``repeat(2, 2)``: one worker that does all four tasks in row-major order.
 
+Both take ``ranks``, a permutation of the dimensions giving each one's place in the
+linear order: the dimension of rank 0 varies slowest. The default is row-major
+``(0, 1, ..., r-1)``; ``ranks=[1, 0]`` is column-major, so ``spatial(4, 8, ranks=[1, 0])``
+gives worker ``w`` the task ``(w % 4, w // 4)`` and ``repeat(2, 3, ranks=[1, 0])`` runs
+its loops with dimension 1 outermost. ``repeat`` also takes ``unroll``, one flag per
+dimension saying whether its loop is fully unrolled when lowered (default: extents up to
+``UNROLL_LIMIT``); it does not change which tasks run or in what order.
+
 Composition ``f * g`` tiles them: it has ``workers(f) * workers(g)`` workers and a task
 grid of ``shape(f) * shape(g)`` (elementwise). Worker ``w`` acts as worker ``w // workers(g)``
 of ``f`` and worker ``w % workers(g)`` of ``g``; its tasks are
@@ -13,18 +21,26 @@ of ``f`` and worker ``w % workers(g)`` of ``g``; its tasks are
 of ``g``. :meth:`TaskMapping.worker_tasks` is this semantics, the oracle that the
 lowering (``tm-lower-mappings``) is tested against.
 
-The text form, used by the ``#tm.map<...>`` attribute, is ``spatial(4, 8) * repeat(2, 2)``.
+The text form, used by ``#tm.map<...>`` and ``tm.for_task``, is
+``spatial(4, 8, ranks=[1, 0]) * repeat(2, 64, unroll=[true, false])``; keywords at their
+defaults are not printed. :func:`auto_map` builds ``repeat(...) * spatial(...)`` for a task
+grid and a worker count.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import product
 from typing import Literal
 
 AtomKind = Literal["spatial", "repeat"]
+KEYWORDS = ("ranks", "unroll")
+UNROLL_LIMIT = 16
+"""``repeat`` loops of at most this extent are unrolled when ``unroll`` is not given."""
 
 
 class MappingError(ValueError):
@@ -33,29 +49,73 @@ class MappingError(ValueError):
 
 @dataclass(frozen=True)
 class MappingAtom:
-    """``spatial(shape)`` or ``repeat(shape)``."""
+    """``spatial(shape, ranks=...)`` or ``repeat(shape, ranks=..., unroll=...)``.
+
+    `ranks` is normalized to a tuple (row-major when not given), so atoms that differ only
+    in how they spell the default compare equal. `unroll` stays None unless given.
+    """
 
     kind: AtomKind
     shape: tuple[int, ...]
+    ranks: tuple[int, ...] | None = None
+    unroll: tuple[bool, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.kind not in ("spatial", "repeat"):
+            raise MappingError(f"unknown atom '{self.kind}', expected 'spatial' or 'repeat'")
+        object.__setattr__(self, "shape", tuple(self.shape))
         if not self.shape:
             raise MappingError(f"{self.kind}() needs at least one dimension")
         if any(d < 1 for d in self.shape):
-            raise MappingError(f"{self.kind}{self.shape}: every extent must be >= 1")
+            raise MappingError(f"{self.kind}({', '.join(map(str, self.shape))}): every extent must be >= 1")
+        rank = len(self.shape)
+        ranks = tuple(range(rank)) if self.ranks is None else tuple(self.ranks)
+        object.__setattr__(self, "ranks", ranks)
+        if sorted(ranks) != list(range(rank)):
+            raise MappingError(
+                f"{self}: ranks must be a permutation of {list(range(rank))}, one per dimension"
+            )
+        if self.unroll is not None:
+            object.__setattr__(self, "unroll", tuple(self.unroll))
+            if self.kind == "spatial":
+                raise MappingError(f"{self}: unroll applies to repeat only")
+            if len(self.unroll) != rank:
+                raise MappingError(
+                    f"{self}: unroll has {len(self.unroll)} flags for {rank} dimensions"
+                )
 
     @property
     def num_workers(self) -> int:
         return math.prod(self.shape) if self.kind == "spatial" else 1
 
+    @property
+    def order(self) -> tuple[int, ...]:
+        """The dimensions from slowest (rank 0) to fastest varying."""
+        assert self.ranks is not None
+        return tuple(sorted(range(len(self.shape)), key=self.ranks.__getitem__))
+
+    @property
+    def unroll_flags(self) -> tuple[bool, ...]:
+        """Per dimension, whether its loop is unrolled (the given flags or the default)."""
+        return self.unroll or tuple(d <= UNROLL_LIMIT for d in self.shape)
+
     def tasks(self, worker: int) -> list[tuple[int, ...]]:
         """The ordered tasks of `worker` (0 <= worker < num_workers)."""
+        order = self.order
+        permuted = [self.shape[d] for d in order]
         if self.kind == "repeat":
-            return list(product(*(range(d) for d in self.shape)))
-        return [unravel(worker, self.shape)]
+            ordered = list(product(*(range(d) for d in permuted)))
+        else:
+            ordered = [unravel(worker, tuple(permuted))]
+        return [_scatter(coords, order) for coords in ordered]
 
     def __str__(self) -> str:
-        return f"{self.kind}({', '.join(map(str, self.shape))})"
+        args = [str(d) for d in self.shape]
+        if self.ranks is not None and self.ranks != tuple(range(len(self.shape))):
+            args.append(f"ranks=[{', '.join(map(str, self.ranks))}]")
+        if self.unroll is not None:
+            args.append(f"unroll=[{', '.join('true' if u else 'false' for u in self.unroll)}]")
+        return f"{self.kind}({', '.join(args)})"
 
 
 @dataclass(frozen=True)
@@ -107,12 +167,16 @@ class TaskMapping:
         return " * ".join(map(str, self.atoms))
 
 
-def spatial(*shape: int) -> TaskMapping:
-    return TaskMapping((MappingAtom("spatial", tuple(shape)),))
+def spatial(*shape: int, ranks: Sequence[int] | None = None) -> TaskMapping:
+    """One task per worker: ``prod(shape)`` workers numbered over the dims in rank order."""
+    return TaskMapping((MappingAtom("spatial", shape, _tuple(ranks)),))
 
 
-def repeat(*shape: int) -> TaskMapping:
-    return TaskMapping((MappingAtom("repeat", tuple(shape)),))
+def repeat(
+    *shape: int, ranks: Sequence[int] | None = None, unroll: Sequence[bool] | None = None
+) -> TaskMapping:
+    """One worker doing every task, in loops nested in rank order."""
+    return TaskMapping((MappingAtom("repeat", shape, _tuple(ranks), _tuple(unroll)),))
 
 
 def unravel(index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -124,6 +188,18 @@ def unravel(index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(coords))
 
 
+def _scatter(coords: Sequence[int], order: Sequence[int]) -> tuple[int, ...]:
+    """Coordinates listed in `order` (slowest dim first) back in dimension order."""
+    out = [0] * len(order)
+    for c, d in zip(coords, order):
+        out[d] = c
+    return tuple(out)
+
+
+def _tuple(values: Sequence | None) -> tuple | None:
+    return None if values is None else tuple(values)
+
+
 def _split_worker(worker: int, counts: list[int]) -> list[int]:
     ids = []
     for count in reversed(counts):
@@ -132,38 +208,116 @@ def _split_worker(worker: int, counts: list[int]) -> list[int]:
     return list(reversed(ids))
 
 
-_ATOM = re.compile(r"\s*(spatial|repeat)\s*\(([^()]*)\)\s*")
+# ---- text form --------------------------------------------------------------------------
+_ATOM = re.compile(r"\s*([A-Za-z_]\w*)\s*\((.*)\)\s*", re.DOTALL)
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_mapping(text: str) -> TaskMapping:
-    """Parse ``spatial(4, 8) * repeat(2, 2)``; raises MappingError with the offending part."""
-    atoms = []
-    for part in text.split("*"):
-        match = _ATOM.fullmatch(part)
-        if match is None:
+    """Parse ``spatial(4, 8, ranks=[1, 0]) * repeat(2, 2, unroll=[true, false])``.
+
+    Raises MappingError naming the offending part.
+    """
+    return TaskMapping(tuple(_parse_atom(part) for part in text.split("*")))
+
+
+def _parse_atom(part: str) -> MappingAtom:
+    where = f"'{part.strip()}'"
+    match = _ATOM.fullmatch(part)
+    if match is None or match.group(1) not in ("spatial", "repeat"):
+        raise MappingError(f"expected 'spatial(d, ...)' or 'repeat(d, ...)', got {where}")
+    shape: list[int] = []
+    keywords: dict[str, list[str]] = {}
+    for arg in _split_args(match.group(2)):
+        key, eq, value = (x.strip() for x in arg.partition("="))
+        if not eq:
+            if keywords:
+                raise MappingError(f"extents must come before keywords in {where}")
+            shape.append(_int(arg, where))
+        elif key not in KEYWORDS:
             raise MappingError(
-                f"expected 'spatial(d, ...)' or 'repeat(d, ...)', got '{part.strip()}'"
+                f"unknown keyword '{key}' in {where}, expected {' or '.join(KEYWORDS)}"
             )
-        try:
-            shape = tuple(int(x) for x in match.group(2).split(","))
-        except ValueError:
-            raise MappingError(f"extents must be integers in '{part.strip()}'") from None
-        atoms.append(MappingAtom(match.group(1), shape))  # type: ignore[arg-type]
-    return TaskMapping(tuple(atoms))
+        elif key in keywords:
+            raise MappingError(f"'{key}' given twice in {where}")
+        elif not (value.startswith("[") and value.endswith("]")):
+            raise MappingError(f"'{key}' needs a list like [1, 0] in {where}")
+        else:
+            keywords[key] = [v.strip() for v in value[1:-1].split(",") if v.strip()]
+    ranks = [_int(v, where) for v in keywords["ranks"]] if "ranks" in keywords else None
+    unroll = [_bool(v, where) for v in keywords["unroll"]] if "unroll" in keywords else None
+    return make_atom(match.group(1), shape, ranks, unroll)
+
+
+def _split_args(body: str) -> list[str]:
+    """The comma-separated arguments of an atom (commas inside [...] do not split)."""
+    args, depth, start = [], 0, 0
+    for i, ch in enumerate(body):
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            args.append(body[start:i].strip())
+            start = i + 1
+    args.append(body[start:].strip())
+    return [] if args == [""] else args
+
+
+def make_atom(
+    kind: str, shape: Sequence[int], ranks: Sequence[int] | None = None,
+    unroll: Sequence[bool] | None = None,
+) -> MappingAtom:
+    """An atom from parsed parts (the text parser here and the IR parser in tm.py)."""
+    return MappingAtom(kind, tuple(shape), _tuple(ranks), _tuple(unroll))  # type: ignore[arg-type]
+
+
+def _int(text: str, where: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise MappingError(f"expected an integer, got '{text}' in {where}") from None
+
+
+def _bool(text: str, where: str) -> bool:
+    if text not in ("true", "false"):
+        raise MappingError(f"unroll flags must be true or false, got '{text}' in {where}")
+    return text == "true"
+
+
+# ---- building mappings ------------------------------------------------------------------
+def auto_map(
+    task_shape: Sequence[int], workers: int, ranks: Sequence[int] | None = None
+) -> TaskMapping:
+    """``repeat(...) * spatial(...)`` spreading `workers` exactly over a `task_shape` grid.
+
+    As Hidet's ``auto_map``: the spatial extents go to the fastest-varying dimensions first
+    (per `ranks`, row-major by default: the last dimension first), each the gcd of the
+    extent and the workers left; what remains of each dimension is an outer repeat. Both
+    atoms use `ranks`. An all-ones repeat is omitted, and so is an all-ones spatial (one
+    worker) behind a repeat. Raises MappingError unless ``prod(task_shape)`` is a multiple
+    of `workers` (then the factorisation always exists).
+    """
+    shape = tuple(task_shape)
+    whole = MappingAtom("repeat", shape, _tuple(ranks))  # validates the shape and ranks
+    grid = "x".join(map(str, shape))
+    if workers < 1 or math.prod(shape) % workers:
+        raise MappingError(f"cannot spread a {grid} task grid over {workers} workers")
+    spatial_shape = [1] * len(shape)
+    left = workers
+    for d in reversed(whole.order):
+        spatial_shape[d] = math.gcd(shape[d], left)
+        left //= spatial_shape[d]
+    # Per prime factor, the gcds take what each dim has until `workers` is exhausted, so
+    # they always succeed once prod(shape) is a multiple of workers.
+    assert left == 1, (shape, workers)
+    repeat_shape = tuple(e // s for e, s in zip(shape, spatial_shape))
+    outer = repeat(*repeat_shape, ranks=whole.ranks)
+    inner = spatial(*spatial_shape, ranks=whole.ranks)
+    if all(e == 1 for e in repeat_shape):
+        return inner
+    return outer if workers == 1 else outer * inner
 
 
 def tile_mapping(task_shape: tuple[int, int], workers: int) -> TaskMapping:
-    """``repeat(r0, r1) * spatial(s0, s1)`` covering a 2-D task grid with `workers` workers.
-
-    The spatial part puts consecutive workers along the last (contiguous) dimension. All
-    extents must divide evenly; the schedule spaces guarantee this for their choices.
-    """
-    rows, cols = task_shape
-    s1 = math.gcd(cols, workers)
-    s0 = workers // s1
-    if rows % s0 or rows * cols < workers:
-        raise MappingError(f"cannot spread a {rows}x{cols} task grid over {workers} workers")
-    mapping = spatial(s0, s1)
-    if (rows // s0, cols // s1) != (1, 1):
-        mapping = repeat(rows // s0, cols // s1) * mapping
-    return mapping
+    """``repeat(r0, r1) * spatial(s0, s1)`` covering a 2-D task grid with `workers` workers:
+    :func:`auto_map` with row-major ranks (consecutive workers along the last, contiguous
+    dimension)."""
+    return auto_map(task_shape, workers)

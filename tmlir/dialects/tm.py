@@ -19,15 +19,19 @@ kernels in order.
     }
 
 The ``#tm.map<spatial(4, 8) * repeat(2, 2)>`` attribute carries a mapping; its
-semantics is :class:`tmlir.mapping.TaskMapping`.
+semantics is :class:`tmlir.mapping.TaskMapping`. Atoms take keywords:
+``spatial(4, 8, ranks=[1, 0])`` numbers the workers column-major and
+``repeat(2, 64, unroll=[true, false])`` says which of its loops are unrolled.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     DenseArrayBase,
+    IntegerAttr,
     IndexType,
     IntAttr,
     MemRefType,
@@ -42,6 +46,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -70,33 +75,71 @@ from tmlir.dialects._syntax import (
     print_access,
     print_kernel_header,
 )
-from tmlir.mapping import MappingAtom, MappingError, TaskMapping
+from tmlir.layout import KINDS, DataLayout, LayoutError, make_layout_atom, parse_layout
+from tmlir.mapping import (
+    KEYWORDS,
+    MappingAtom,
+    MappingError,
+    TaskMapping,
+    make_atom,
+    parse_mapping,
+)
 
 MAX_THREADS_PER_BLOCK = 1024
 SCOPES = ("global", "shared", "register")
 
 
 def parse_mapping_expr(parser: AttrParser) -> TaskMapping:
-    """``spatial(4, 8) * repeat(2, 2)`` with the parser's tokens."""
+    """``spatial(4, 8, ranks=[1, 0]) * repeat(2, 2, unroll=[true, false])`` with the
+    parser's tokens; a malformed atom is a parse error at that atom."""
     start = parser.pos
-    atoms = []
-    while True:
-        kind = parser.parse_keyword_in(("spatial", "repeat"), " in a task mapping")
-        shape = parser.parse_comma_separated_list(
-            AttrParser.Delimiter.PAREN, lambda: parser.parse_integer(allow_boolean=False)
-        )
-        atoms.append((kind, tuple(shape)))
-        if parser.parse_optional_punctuation("*") is None:
-            break
+    atoms = [_parse_mapping_atom(parser)]
+    while parser.parse_optional_punctuation("*") is not None:
+        atoms.append(_parse_mapping_atom(parser))
     try:
-        return TaskMapping(tuple(MappingAtom(k, s) for k, s in atoms))  # type: ignore[arg-type]
+        return TaskMapping(tuple(atoms))
+    except MappingError as exc:
+        parser.raise_error(str(exc), start, parser.pos)
+
+
+def _parse_mapping_atom(parser: AttrParser) -> MappingAtom:
+    """``spatial(4, 8, ranks=[1, 0])`` or ``repeat(2, 2, ranks=[..], unroll=[true, false])``."""
+    start = parser.pos
+    kind = parser.parse_keyword_in(("spatial", "repeat"), " in a task mapping")
+    shape: list[int] = []
+    keywords: dict[str, list] = {}
+
+    def parse_argument() -> None:
+        key_start = parser.pos
+        if (key := parser.parse_optional_identifier()) is None:
+            if keywords:
+                parser.raise_error("extents must come before keywords in a task mapping")
+            shape.append(parser.parse_integer(allow_boolean=False))
+            return
+        if key not in KEYWORDS:
+            parser.raise_error(f"unknown keyword '{key}' in {kind}(...), expected "
+                               f"{' or '.join(KEYWORDS)}", key_start, parser.pos)
+        if key in keywords:
+            parser.raise_error(f"'{key}' given twice in {kind}(...)", key_start, parser.pos)
+        parser.parse_punctuation("=")
+        element = (
+            (lambda: parser.parse_integer(allow_boolean=False)) if key == "ranks"
+            else (lambda: parser.parse_boolean(" (unroll flag)"))
+        )
+        keywords[key] = parser.parse_comma_separated_list(AttrParser.Delimiter.SQUARE, element)
+
+    parser.parse_comma_separated_list(AttrParser.Delimiter.PAREN, parse_argument)
+    try:
+        return make_atom(kind, shape, keywords.get("ranks"), keywords.get("unroll"))
     except MappingError as exc:
         parser.raise_error(str(exc), start, parser.pos)
 
 
 @irdl_attr_definition
 class TaskMappingAttr(ParametrizedAttribute):
-    """``#tm.map<spatial(4, 8) * repeat(2, 2)>``: a task mapping (see tmlir.mapping)."""
+    """``#tm.map<spatial(4, 8, ranks=[1, 0]) * repeat(2, 2)>``: a task mapping (see
+    tmlir.mapping); its parameter is the normalized text, keywords at their defaults left
+    out."""
 
     name = "tm.map"
     expr: StringAttr
@@ -106,13 +149,11 @@ class TaskMappingAttr(ParametrizedAttribute):
 
     @property
     def mapping(self) -> TaskMapping:
-        from tmlir.mapping import parse_mapping
-
         return parse_mapping(self.expr.data)
 
     def verify(self) -> None:
         try:
-            self.mapping
+            parse_mapping(self.expr.data)
         except MappingError as exc:
             raise VerifyException(f"invalid task mapping '{self.expr.data}': {exc}") from None
 
@@ -286,42 +327,119 @@ class ForTaskOp(IRDLOperation):
         )
 
 
+@irdl_attr_definition
+class DataLayoutAttr(ParametrizedAttribute):
+    """``#tm.layout<row_major(2, 2) * column_major(4, 8, pad=1)>``: a data layout
+    (see tmlir.layout)."""
+
+    name = "tm.layout"
+    expr: StringAttr
+
+    def __init__(self, layout: DataLayout | str) -> None:
+        super().__init__(StringAttr(str(layout)))
+
+    @property
+    def layout(self) -> DataLayout:
+        return parse_layout(self.expr.data)
+
+    def verify(self) -> None:
+        try:
+            self.layout
+        except LayoutError as exc:
+            raise VerifyException(f"invalid data layout '{self.expr.data}': {exc}") from None
+
+    @staticmethod
+    def parse_expr(parser: AttrParser) -> DataLayout:
+        """``row_major(8, 64, pad=1) * column_major(2, 2)`` with the parser's tokens."""
+
+        def argument() -> int | tuple[str, int]:
+            if parser.parse_optional_keyword("pad"):
+                parser.parse_punctuation("=")
+                return ("pad", parser.parse_integer(allow_boolean=False))
+            return parser.parse_integer(allow_boolean=False)
+
+        start, atoms = parser.pos, []
+        try:
+            while True:
+                kind = parser.parse_keyword_in(KINDS, " in a data layout")
+                args = parser.parse_comma_separated_list(AttrParser.Delimiter.PAREN, argument)
+                atoms.append(make_layout_atom(kind, args))
+                if parser.parse_optional_punctuation("*") is None:
+                    return DataLayout(tuple(atoms))
+        except LayoutError as exc:
+            parser.raise_error(str(exc), start, parser.pos)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            layout = cls.parse_expr(parser)
+        return (StringAttr(str(layout)),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.expr.data}>")
+
+
 @irdl_op_definition
 class AllocOp(IRDLOperation):
-    """A buffer of a scope: ``global`` (host side), ``shared`` or ``register`` (in kernels)."""
+    """A buffer of a scope: ``global`` (host side), ``shared`` or ``register`` (in kernels).
+
+    Shared and register buffers may have a data ``layout`` (logical index to storage
+    offset, see tmlir.layout); without one they are row-major and dense.
+    """
 
     name = "tm.alloc"
     scope = prop_def(StringAttr)
+    layout = opt_prop_def(DataLayoutAttr)
     result = result_def(MemRefType)
 
-    def __init__(self, scope: str, type: MemRefType) -> None:
-        super().__init__(properties={"scope": StringAttr(scope)}, result_types=[type])
+    def __init__(self, scope: str, type: MemRefType, layout: DataLayout | None = None) -> None:
+        properties: dict[str, Attribute] = {"scope": StringAttr(scope)}
+        if layout is not None:
+            properties["layout"] = DataLayoutAttr(layout)
+        super().__init__(properties=properties, result_types=[type])
+
+    @property
+    def data_layout(self) -> DataLayout | None:
+        return self.layout.layout if self.layout is not None else None
 
     def verify_(self) -> None:
         scope = self.scope.data
         if scope not in SCOPES:
             raise VerifyException(f"unknown scope '{scope}', expected one of {', '.join(SCOPES)}")
-        memref_shape(self.result.type, f"{scope} buffer")
+        shape = memref_shape(self.result.type, f"{scope} buffer")
         in_kernel = enclosing(self, KernelOp) is not None
         if in_kernel == (scope == "global"):
             where = "outside" if scope != "global" else "inside"
             raise VerifyException(f"a {scope} buffer cannot be allocated {where} a tm.kernel")
+        layout = self.data_layout
+        if layout is not None and scope == "global":
+            raise VerifyException("a global buffer cannot have a data layout (only shared and register)")
+        if layout is not None and layout.shape != shape:
+            raise VerifyException(
+                f"layout '{layout}' has shape {'x'.join(map(str, layout.shape))} but the buffer "
+                f"is {self.result.type}"
+            )
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.scope.data}")
+        if self.layout is not None:
+            printer.print_string(f" layout({self.layout.expr.data})")
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_attribute(self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> AllocOp:
-        scope = parser.parse_keyword_in(SCOPES, " (buffer scope)")
+        properties: dict[str, Attribute] = {
+            "scope": StringAttr(parser.parse_keyword_in(SCOPES, " (buffer scope)"))
+        }
+        if parser.parse_optional_keyword("layout"):
+            with parser.in_parens():
+                properties["layout"] = DataLayoutAttr(DataLayoutAttr.parse_expr(parser))
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         return cls.create(
-            properties={"scope": StringAttr(scope)},
-            result_types=[parser.parse_type()],
-            attributes=attrs,
+            properties=properties, result_types=[parser.parse_type()], attributes=attrs
         )
 
 
@@ -501,12 +619,28 @@ class LaunchOp(IRDLOperation):
 
 def worker_bound(worker: SSAValue) -> int | None:
     """An exclusive upper bound of a worker id: the kernel's grid for tm.block_id, its block
-    for tm.thread_id; None for any other value."""
+    for tm.thread_id, and through unsigned division and remainder by constants (``tid / 32``
+    is below ``block / 32`` rounded up, ``tid % 32`` below 32); None for any other value."""
     owner = worker.owner
+    if isinstance(owner, arith.DivUIOp | arith.RemUIOp):
+        divisor = _constant(owner.rhs)
+        bound = worker_bound(owner.lhs)
+        if divisor is None or divisor < 1:
+            return None
+        if isinstance(owner, arith.RemUIOp):
+            return divisor if bound is None else min(divisor, bound)
+        return None if bound is None else -(-bound // divisor)
     kernel = enclosing(owner, KernelOp) if isinstance(owner, WorkerIdOp) else None
     if kernel is None:
         return None
     return kernel.grid.data if isinstance(owner, BlockIdOp) else kernel.block.data
+
+
+def _constant(value: SSAValue) -> int | None:
+    op = value.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None
 
 
 def verify_launch(op: IRDLOperation, kernel: SymbolRefAttr, args, kernel_type) -> IRDLOperation:
@@ -529,5 +663,5 @@ TM = Dialect(
     "tm",
     [KernelOp, BlockIdOp, ThreadIdOp, ForTaskOp, AllocOp, BarrierOp, LoadOp, StoreOp,
      WeightOp, LaunchOp],
-    [TaskMappingAttr],
+    [TaskMappingAttr, DataLayoutAttr],
 )

@@ -4,8 +4,11 @@ Each ``tm.for_task (%i...) in f1 * f2 * ... on %w`` becomes, before its body:
 
 * the worker id of each atom, the high part of ``%w`` for outer atoms
   (``w / workers(inner atoms) % workers(atom)``);
-* ``spatial`` atoms: the atom's coordinates by division and remainder of its worker id;
-* ``repeat`` atoms: one ``scf.for`` per dimension (extents <= 16 marked ``tm.unroll``);
+* ``spatial`` atoms: the atom's coordinates by division and remainder of its worker id,
+  unravelled over the dimensions in rank order (rank 0 the high digit);
+* ``repeat`` atoms: one ``scf.for`` per dimension of extent > 1, nested in rank order
+  (rank 0 outermost), marked ``tm.unroll`` per the atom's ``unroll`` flags (by default
+  extents <= 16);
 * task indices composed as ``outer * inner_extent + inner`` per dimension.
 
 Arithmetic on constants is folded, so extents of 1 and single-worker atoms cost nothing.
@@ -28,8 +31,6 @@ from xdsl.passes import ModulePass
 from tmlir.dialects import tm
 from tmlir.schedules.builder import Index, IRBuilder
 
-UNROLL_LIMIT = 16
-
 
 def lower_for_task(op: tm.ForTaskOp) -> None:
     """Replace one tm.for_task by its loops and index arithmetic."""
@@ -46,18 +47,20 @@ def lower_for_task(op: tm.ForTaskOp) -> None:
         first_spatial = True
         for atom in mapping.atoms:
             inner_workers //= atom.num_workers
+            coords: list[Index] = [0] * mapping.rank
             if atom.kind == "spatial":
                 wid = b.div(worker, inner_workers)
                 if not first_spatial:  # the outermost worker digit needs no remainder
                     wid = b.rem(wid, atom.num_workers)
                 first_spatial = False
-                coords = b.unravel(wid, atom.shape, in_range=True)
+                digits = b.unravel(wid, [atom.shape[d] for d in atom.order], in_range=True)
+                for d, digit in zip(atom.order, digits):
+                    coords[d] = digit
             else:
-                coords = [
-                    0 if extent == 1
-                    else scopes.enter_context(b.loop(0, extent, unroll=extent <= UNROLL_LIMIT))
-                    for extent in atom.shape
-                ]
+                for d in atom.order:
+                    if atom.shape[d] > 1:
+                        loop = b.loop(0, atom.shape[d], unroll=atom.unroll_flags[d])
+                        coords[d] = scopes.enter_context(loop)
             task = [b.add(b.mul(t, extent), c) for t, extent, c in zip(task, atom.shape, coords)]
         block = op.body.block
         for arg, index in zip(block.args, task):

@@ -202,3 +202,25 @@ tm.kernel @more_workers_than_blocks(%x: memref<32xf32>) grid(2) block(16) {
   tm.for_task (%i) in spatial(4) on %b {
   }
 }
+
+// -----
+
+tm.kernel @layout_shape_mismatch() grid(1) block(32) {
+  // CHECK: Operation does not verify: layout 'column_major(64, 4)' has shape 64x4 but the buffer is memref<64x8xf32>
+  %a = tm.alloc shared layout(column_major(64, 4)) : memref<64x8xf32>
+}
+
+// -----
+
+tm.kernel @layout_rank_mismatch() grid(1) block(32) {
+  // CHECK: Operation does not verify: layout 'row_major(2, 2) * row_major(4, 8)' has shape 8x16 but the buffer is memref<128xf32>
+  %r = tm.alloc register layout(row_major(2, 2) * row_major(4, 8)) : memref<128xf32>
+}
+
+// -----
+
+func.func @layout_on_global() {
+  // CHECK: Operation does not verify: a global buffer cannot have a data layout (only shared and register)
+  %g = tm.alloc global layout(row_major(4, 4)) : memref<4x4xf32>
+  func.return
+}

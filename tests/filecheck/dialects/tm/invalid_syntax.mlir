@@ -3,7 +3,7 @@
 // Task mappings and buffer scopes are checked while parsing: these are parse errors,
 // reported at the offending text (the message is the last line of each diagnostic).
 
-// CHECK: spatial(0{{,?}}): every extent must be >= 1
+// CHECK: spatial(0): every extent must be >= 1
 func.func @zero_extent_attr() attributes {m = #tm.map<spatial(0)>} {
   func.return
 }
@@ -26,7 +26,7 @@ func.func @empty_attr() attributes {m = #tm.map<>} {
 
 tm.kernel @zero_extent(%x: memref<4xf32>) grid(1) block(32) {
   %t = tm.thread_id
-  // CHECK: spatial(0{{,?}}): every extent must be >= 1
+  // CHECK: spatial(0): every extent must be >= 1
   tm.for_task (%i) in spatial(0) on %t {
   }
 }
@@ -34,7 +34,7 @@ tm.kernel @zero_extent(%x: memref<4xf32>) grid(1) block(32) {
 // -----
 
 tm.kernel @negative_extent(%x: memref<4xf32>) grid(1) block(32) {
-  // CHECK: repeat(-2{{,?}}): every extent must be >= 1
+  // CHECK: repeat(-2): every extent must be >= 1
   tm.for_task (%i) in repeat(-2) {
   }
 }
@@ -68,8 +68,108 @@ tm.kernel @unknown_atom(%x: memref<4xf32>) grid(1) block(32) {
 
 // -----
 
+// CHECK: spatial(4, 8, ranks=[0, 0]): ranks must be a permutation of [0, 1], one per dimension
+func.func @ranks_not_a_permutation() attributes {m = #tm.map<spatial(4, 8, ranks=[0, 0])>} {
+  func.return
+}
+
+// -----
+
+// CHECK: repeat(4, ranks=[1]): ranks must be a permutation of [0], one per dimension
+func.func @ranks_out_of_range() attributes {m = #tm.map<repeat(4, ranks=[1])>} {
+  func.return
+}
+
+// -----
+
+// CHECK: spatial(4, unroll=[true]): unroll applies to repeat only
+func.func @unroll_on_spatial() attributes {m = #tm.map<spatial(4, unroll=[true])>} {
+  func.return
+}
+
+// -----
+
+// CHECK: repeat(2, 64, unroll=[true]): unroll has 1 flags for 2 dimensions
+func.func @unroll_length() attributes {m = #tm.map<repeat(2, 64, unroll=[true])>} {
+  func.return
+}
+
+// -----
+
+// CHECK: Expected boolean literal (unroll flag)
+func.func @unroll_not_boolean() attributes {m = #tm.map<repeat(2, unroll=[1])>} {
+  func.return
+}
+
+// -----
+
+// CHECK: unknown keyword 'order' in repeat(...), expected ranks or unroll
+func.func @unknown_keyword() attributes {m = #tm.map<repeat(2, order=[0])>} {
+  func.return
+}
+
+// -----
+
+// CHECK: 'ranks' given twice in spatial(...)
+func.func @keyword_twice() attributes {m = #tm.map<spatial(2, ranks=[0], ranks=[0])>} {
+  func.return
+}
+
+// -----
+
+// CHECK: extents must come before keywords in a task mapping
+func.func @extent_after_keyword() attributes {m = #tm.map<spatial(2, ranks=[0, 1], 3)>} {
+  func.return
+}
+
+// -----
+
+tm.kernel @for_task_bad_ranks(%x: memref<4x8xf32>) grid(1) block(32) {
+  %t = tm.thread_id
+  // CHECK: spatial(4, 8, ranks=[1, 2]): ranks must be a permutation of [0, 1], one per dimension
+  tm.for_task (%i, %j) in spatial(4, 8, ranks=[1, 2]) on %t {
+  }
+}
+
+// -----
+
 func.func @unknown_scope() {
   // CHECK: Expected one of 'global', 'register', 'shared' (buffer scope)
   %s = tm.alloc local : memref<4xf32>
   func.return
+}
+
+// -----
+
+// CHECK: Expected one of 'column_major', 'row_major' in a data layout
+func.func @unknown_layout_atom() attributes {l = #tm.layout<swizzle(8, 8)>} {
+  func.return
+}
+
+// -----
+
+// CHECK: cannot compose layouts of different ranks: row_major(4) * column_major(2, 2)
+func.func @layout_mixed_ranks() attributes {l = #tm.layout<row_major(4) * column_major(2, 2)>} {
+  func.return
+}
+
+// -----
+
+// CHECK: row_major(8, 0): every extent must be >= 1
+func.func @layout_zero_extent() attributes {l = #tm.layout<row_major(8, 0)>} {
+  func.return
+}
+
+// -----
+
+tm.kernel @layout_negative_pad() grid(1) block(32) {
+  // CHECK: row_major(8, 8, pad=-1): pad must be >= 0
+  %a = tm.alloc shared layout(row_major(8, 8, pad=-1)) : memref<8x8xf32>
+}
+
+// -----
+
+tm.kernel @layout_pad_not_last() grid(1) block(32) {
+  // CHECK: 'pad=' may appear once, after the extents, in column_major(...)
+  %a = tm.alloc shared layout(column_major(8, pad=1, 8)) : memref<8x8xf32>
 }

@@ -10,6 +10,23 @@ func.func @mapping_attribute() attributes {tm.mapping = #tm.map<spatial(4, 8) * 
   func.return
 }
 
+// Keywords round-trip; ranks at their default (row-major) are not printed.
+// CHECK-LABEL: func.func @mapping_keywords()
+// CHECK-SAME:    attributes {tm.cols = #tm.map<spatial(4, 8, ranks=[1, 0]) * repeat(2, 64, ranks=[1, 0], unroll=[true, false])>, tm.rows = #tm.map<spatial(4, 8)>}
+func.func @mapping_keywords() attributes {tm.cols = #tm.map<spatial(4, 8, ranks = [1, 0]) * repeat(2, 64, ranks=[1,0], unroll=[true, false])>, tm.rows = #tm.map<spatial(4, 8, ranks=[0, 1])>} {
+  func.return
+}
+
+// CHECK-LABEL: tm.kernel @for_task_keywords
+// CHECK-NEXT:    %tid = tm.thread_id
+// CHECK-NEXT:    tm.for_task (%i, %j, %k) in spatial(2, 4, 4, ranks=[2, 0, 1]) * repeat(1, 2, 3, unroll=[false, false, true]) on %tid {
+// CHECK-NEXT:    }
+tm.kernel @for_task_keywords(%x: memref<2x8x12xf32>) grid(1) block(32) {
+  %tid = tm.thread_id
+  tm.for_task (%i, %j, %k) in spatial(2, 4, 4, ranks=[2, 0, 1]) * repeat(1, 2, 3, unroll=[false, false, true]) on %tid {
+  }
+}
+
 // CHECK-LABEL: tm.kernel @ids(%x: memref<64xf32>) grid(2) block(32) attributes {tm.template = "test"} {
 // CHECK-NEXT:    %bid = tm.block_id
 // CHECK-NEXT:    %tid = tm.thread_id
