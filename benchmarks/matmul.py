@@ -1,0 +1,248 @@
+"""The SIMT matmul template: default and tuned candidates against torch.matmul.
+
+    python benchmarks/matmul.py                  # GPU if there is one, else the CPU report
+    python benchmarks/matmul.py --cpu            # the CPU report even on a GPU machine
+
+On a GPU (the cuda runtime path), for each size N in --sizes (default 1024 2048 4096) it
+times C = A @ B (fp32, N x N x N) with the candidate the compiler uses untuned, with every
+candidate of the space (tuning: the fastest is "tuned"), and with ``torch.matmul`` with
+TF32 off, checks each result against torch, and prints the ratios. Writes
+benchmarks/results/matmul_gpu.json.
+
+Without a GPU it reports what can be known on a CPU: the space for each size (candidate
+count, how many spill, from ``ptxas -v`` for --arch), the default candidate's registers,
+shared memory and spills, and the emu run time and error of the default candidate at
+--emu-sizes (default 128 256). Writes benchmarks/results/matmul_cpu.json.
+
+Every result file records the machine, the date and the versions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+
+from tmlir.backends.cuda_c import CudaProgram
+from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams
+from tmlir.tuning import Candidate, matmul_candidates, matmul_program, ptxas_report, tune
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def versions(*packages: str) -> dict[str, str]:
+    out = {}
+    for p in packages:
+        try:
+            out[p] = version(p)
+        except PackageNotFoundError:
+            out[p] = "not installed"
+    return out
+
+
+def header(benchmark: str) -> dict:
+    return {
+        "benchmark": benchmark,
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                    "python": platform.python_version()},
+        "versions": versions("xdsl", "onnx", "numpy", "nvidia-cuda-nvrtc", "cuda-python",
+                             "torch"),
+    }
+
+
+def write(name: str, result: dict) -> None:
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / name
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {path}")
+
+
+# ----------------------------------------------------------------------------- GPU
+
+
+def seconds_per_run(run: Callable[[], None], sync: Callable[[], None],
+                    min_seconds: float = 0.2, warmup: int = 2) -> float:
+    """Median over 5 batches of the wall time per run, each batch >= min_seconds / 5."""
+    for _ in range(warmup):
+        run()
+    sync()
+    start = time.perf_counter()
+    run()
+    sync()
+    once = max(time.perf_counter() - start, 1e-6)
+    per_batch = max(1, math.ceil(min_seconds / 5 / once))
+    batches = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(per_batch):
+            run()
+        sync()
+        batches.append((time.perf_counter() - start) / per_batch)
+    return statistics.median(batches)
+
+
+def gpu_benchmark(sizes: list[int], do_tune: bool, jobs: int) -> dict:
+    import torch
+
+    from tmlir.backends.cuda_runtime import CudaModule, DeviceBuffer, device_arch
+    from tmlir.backends.ptx import compile_ptx
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    arch = device_arch()
+    arch = arch if arch in ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120") else "sm_90"
+    result = {**header("matmul_gpu"), "device": torch.cuda.get_device_name(0), "arch": arch,
+              "tf32": False, "sizes": []}
+    for n in sizes:
+        problem = MatmulProblem.plain(n, n, n)
+        candidates = matmul_candidates(problem)
+        default = next(c for c in candidates if c.default)
+        to_time = candidates if do_tune else [default]
+        modules = _load_candidates(problem, to_time, arch, jobs, compile_ptx, CudaModule)
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((n, n)).astype(np.float32)
+        b = rng.standard_normal((n, n)).astype(np.float32)
+        ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+        want = torch.matmul(ta, tb)
+        da, db, dc = DeviceBuffer.from_array(a), DeviceBuffer.from_array(b), DeviceBuffer.empty((n, n), np.float32)
+        sync = torch.cuda.synchronize
+
+        def time_candidate(c: Candidate) -> float:
+            module, grid, block = modules[c.index]
+
+            def run() -> None:
+                module.launch(c.kernel_name, grid, block, [da, db, dc])
+
+            seconds = seconds_per_run(run, lambda: module.synchronize())
+            got = torch.from_numpy(dc.to_host()).cuda()
+            err = float((got - want).abs().max() / want.abs().max())
+            if err > 1e-4:
+                print(f"  candidate {c.index} is wrong (relative error {err:.2e}); excluded")
+                return math.inf
+            return seconds
+
+        best, times = tune(to_time, time_candidate)
+        t_torch = seconds_per_run(lambda: torch.matmul(ta, tb), sync)
+        flops = 2.0 * n ** 3
+        entry = {
+            "n": n, "candidates": len(candidates), "timed": len(to_time),
+            "default": {"params": default.params.describe(), "ms": times[default.index] * 1e3},
+            "tuned": {"params": best.params.describe(), "ms": times[best.index] * 1e3},
+            "torch_ms": t_torch * 1e3,
+            "tflops": {"default": flops / times[default.index] / 1e12,
+                       "tuned": flops / times[best.index] / 1e12, "torch": flops / t_torch / 1e12},
+            "ratio_default_over_torch": times[default.index] / t_torch,
+            "ratio_tuned_over_torch": times[best.index] / t_torch,
+        }
+        result["sizes"].append(entry)
+        print(f"N={n}: default {entry['default']['ms']:.3f} ms, tuned {entry['tuned']['ms']:.3f} ms"
+              f", torch {entry['torch_ms']:.3f} ms; default/torch "
+              f"{entry['ratio_default_over_torch']:.2f}x, tuned/torch "
+              f"{entry['ratio_tuned_over_torch']:.2f}x")
+        for d in (da, db, dc):
+            d.free()
+    return result
+
+
+def _load_candidates(problem, candidates, arch, jobs, compile_ptx, CudaModule):
+    """Compile the candidates in chunks (NVRTC, in parallel) and load each chunk."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    size = max(1, min(16, math.ceil(len(candidates) / max(1, jobs))))
+    chunks = [candidates[i:i + size] for i in range(0, len(candidates), size)]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        programs = list(pool.map(matmul_program, [problem] * len(chunks), chunks))
+        ptxs = list(pool.map(compile_ptx, [p.source for p in programs], [arch] * len(chunks)))
+    modules = {}
+    for chunk, program, ptx in zip(chunks, programs, ptxs):
+        module = CudaModule(ptx, [k.signature for k in program.kernels])
+        for c in chunk:
+            modules[c.index] = (module, *_launch_dims(problem, c.params))
+    return modules
+
+
+def _launch_dims(problem: MatmulProblem, p: MatmulSimtParams) -> tuple[int, int]:
+    grid = problem.batch * math.ceil(problem.m / p.block_m) * math.ceil(problem.n / p.block_n)
+    return grid, p.threads
+
+
+# ----------------------------------------------------------------------------- CPU
+
+
+def cpu_benchmark(sizes: list[int], emu_sizes: list[int], arch: str, jobs: int) -> dict:
+    from tmlir.backends.emu import compile_emu
+
+    result = {**header("matmul_cpu"), "arch": arch, "spaces": [], "emu": []}
+    for n in sizes:
+        problem = MatmulProblem.plain(n, n, n)
+        candidates = matmul_candidates(problem)
+        start = time.perf_counter()
+        stats = ptxas_report(problem, candidates, arch, jobs)
+        seconds = time.perf_counter() - start
+        default = next(c for c in candidates if c.default)
+        spilling = [c.index for c in candidates if stats[c.index].spill_bytes > 0]
+        entry = {
+            "n": n, "candidates": len(candidates), "spilling": len(spilling),
+            "spilling_indices": spilling, "compile_seconds": seconds,
+            "registers": {"min": min(s.registers for s in stats.values()),
+                          "max": max(s.registers for s in stats.values())},
+            "default": {"index": default.index, "params": default.params.describe(),
+                        **vars(stats[default.index])},
+        }
+        result["spaces"].append(entry)
+        print(f"N={n}: {len(candidates)} candidates, {len(spilling)} spill; default "
+              f"{default.params.describe()} uses {stats[default.index].registers} registers, "
+              f"{stats[default.index].shared_bytes} B shared, "
+              f"{stats[default.index].spill_bytes} B spilled ({seconds:.1f} s to compile)")
+    for n in emu_sizes:
+        problem = MatmulProblem.plain(n, n, n)
+        default = next(c for c in matmul_candidates(problem) if c.default)
+        program: CudaProgram = matmul_program(problem, [default])
+        emu = compile_emu(program.source, [k.signature for k in program.kernels])
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((n, n)).astype(np.float32)
+        b = rng.standard_normal((n, n)).astype(np.float32)
+        c = np.zeros((n, n), np.float32)
+        grid, block = _launch_dims(problem, default.params)
+        start = time.perf_counter()
+        emu.launch(default.kernel_name, grid, block, [a, b, c])
+        seconds = time.perf_counter() - start
+        want = a.astype(np.float64) @ b
+        err = float(np.abs(c - want).max() / np.abs(want).max())
+        result["emu"].append({"n": n, "params": default.params.describe(), "seconds": seconds,
+                              "relative_error": err})
+        print(f"emu N={n}: {seconds * 1e3:.1f} ms, relative error {err:.1e}")
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096])
+    parser.add_argument("--emu-sizes", type=int, nargs="+", default=[128, 256])
+    parser.add_argument("--arch", default="sm_90", help="ptxas target of the CPU report")
+    parser.add_argument("--cpu", action="store_true", help="the CPU report even with a GPU")
+    parser.add_argument("--no-tune", action="store_true", help="GPU: time only the default")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+
+    from tmlir.backends.cuda_runtime import cuda_available
+
+    if not args.cpu and cuda_available():
+        write("matmul_gpu.json", gpu_benchmark(args.sizes, not args.no_tune, args.jobs))
+    else:
+        write("matmul_cpu.json", cpu_benchmark(args.sizes, args.emu_sizes, args.arch, args.jobs))
+
+
+if __name__ == "__main__":
+    main()
