@@ -24,7 +24,6 @@ from tmlir.mapping import (
     parse_mapping,
     repeat,
     spatial,
-    tile_mapping,
 )
 from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu
 from tmlir.passes.tm_lower_mappings import TmLowerMappings
@@ -171,14 +170,6 @@ def test_auto_map_errors(shape, workers, ranks, message):
     with pytest.raises(MappingError) as info:
         auto_map(shape, workers, ranks)
     assert message in str(info.value)
-
-
-def test_tile_mapping():
-    assert tile_mapping((16, 8), 16) == repeat(8, 1) * spatial(2, 8)
-    assert tile_mapping((8, 32), 64) == repeat(4, 1) * spatial(2, 32)
-    assert tile_mapping((4, 8), 32) == spatial(4, 8)
-    with pytest.raises(MappingError, match="cannot spread a 4x6 task grid over 16 workers"):
-        tile_mapping((4, 6), 16)
 
 
 @st.composite

@@ -315,9 +315,3 @@ def auto_map(
         return inner
     return outer if workers == 1 else outer * inner
 
-
-def tile_mapping(task_shape: tuple[int, int], workers: int) -> TaskMapping:
-    """``repeat(r0, r1) * spatial(s0, s1)`` covering a 2-D task grid with `workers` workers:
-    :func:`auto_map` with row-major ranks (consecutive workers along the last, contiguous
-    dimension)."""
-    return auto_map(task_shape, workers)

@@ -1,14 +1,19 @@
-"""Printing and parsing helpers shared by the kernel-level dialects (tm, tmgpu)."""
+"""What the kernel-level dialects (tm, tmgpu) share: the CUDA block-size limit, printing
+and parsing helpers, and verification helpers (static memref shapes, launches)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, IntAttr, MemRefType, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntAttr, MemRefType, SymbolRefAttr, i64
 from xdsl.ir import Attribute, Operation, Region, SSAValue
+from xdsl.irdl import IRDLOperation
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import VerifyException
+
+MAX_THREADS_PER_BLOCK = 1024
 
 
 def print_kernel_header(printer: Printer, op: Operation, sym_name: str, launch: str) -> None:
@@ -88,3 +93,21 @@ def enclosing(op: Operation, kind: type[Operation]) -> Operation | None:
 def single_block_region(region: Region) -> None:
     if len(region.blocks) != 1:
         raise VerifyException("expected a region with exactly one block")
+
+
+def verify_launch(
+    op: IRDLOperation, kernel: SymbolRefAttr, args: Sequence[SSAValue], kernel_type: type[IRDLOperation]
+) -> IRDLOperation:
+    """The launched symbol is a kernel of `kernel_type` whose argument types match; returns it."""
+    module = op.get_toplevel_object()
+    callee = SymbolTable.lookup_symbol(module, kernel) if module is not op else None
+    if not isinstance(callee, kernel_type):
+        raise VerifyException(f"'{kernel.string_value()}' is not a {kernel_type.name} in this module")
+    expected = [a.type for a in callee.regions[0].block.args]
+    got = [a.type for a in args]
+    if expected != got:
+        raise VerifyException(
+            f"launch of @{kernel.string_value()}: argument types ({', '.join(map(str, got))})"
+            f" do not match the kernel's ({', '.join(map(str, expected))})"
+        )
+    return callee

@@ -21,7 +21,11 @@ kernels in order.
 The ``#tm.map<spatial(4, 8) * repeat(2, 2)>`` attribute carries a mapping; its
 semantics is :class:`tmlir.mapping.TaskMapping`. Atoms take keywords:
 ``spatial(4, 8, ranks=[1, 0])`` numbers the workers column-major and
-``repeat(2, 64, unroll=[true, false])`` says which of its loops are unrolled.
+``repeat(2, 64, unroll=[true, false])`` says which of its loops are unrolled. The
+``#tm.layout<row_major(2, 2) * column_major(4, 8, pad=1)>`` attribute carries a data layout
+(:class:`tmlir.layout.DataLayout`) of a shared or register buffer, written
+``tm.alloc shared layout(row_major(8, 64, pad=1)) : memref<8x64xf32>``. Both attributes and
+their parsers live in ``_tm_attributes.py`` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -31,18 +35,17 @@ from collections.abc import Sequence
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     DenseArrayBase,
-    IntegerAttr,
     IndexType,
     IntAttr,
+    IntegerAttr,
     MemRefType,
     StringAttr,
     SymbolRefAttr,
 )
-from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
-    irdl_attr_definition,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
@@ -53,18 +56,13 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import AttrParser, Parser
+from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import (
-    IsolatedFromAbove,
-    NoTerminator,
-    Pure,
-    SymbolOpInterface,
-    SymbolTable,
-)
+from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from tmlir.dialects._syntax import (
+    MAX_THREADS_PER_BLOCK,
     dims_array,
     enclosing,
     memref_shape,
@@ -74,97 +72,17 @@ from tmlir.dialects._syntax import (
     parse_trailing_attrs_and_region,
     print_access,
     print_kernel_header,
+    verify_launch,
 )
-from tmlir.layout import KINDS, DataLayout, LayoutError, make_layout_atom, parse_layout
-from tmlir.mapping import (
-    KEYWORDS,
-    MappingAtom,
-    MappingError,
-    TaskMapping,
-    make_atom,
-    parse_mapping,
+from tmlir.dialects._tm_attributes import (  # defined there, used and re-exported here
+    DataLayoutAttr,
+    TaskMappingAttr,
+    parse_mapping_expr,
 )
+from tmlir.layout import DataLayout
+from tmlir.mapping import TaskMapping
 
-MAX_THREADS_PER_BLOCK = 1024
 SCOPES = ("global", "shared", "register")
-
-
-def parse_mapping_expr(parser: AttrParser) -> TaskMapping:
-    """``spatial(4, 8, ranks=[1, 0]) * repeat(2, 2, unroll=[true, false])`` with the
-    parser's tokens; a malformed atom is a parse error at that atom."""
-    start = parser.pos
-    atoms = [_parse_mapping_atom(parser)]
-    while parser.parse_optional_punctuation("*") is not None:
-        atoms.append(_parse_mapping_atom(parser))
-    try:
-        return TaskMapping(tuple(atoms))
-    except MappingError as exc:
-        parser.raise_error(str(exc), start, parser.pos)
-
-
-def _parse_mapping_atom(parser: AttrParser) -> MappingAtom:
-    """``spatial(4, 8, ranks=[1, 0])`` or ``repeat(2, 2, ranks=[..], unroll=[true, false])``."""
-    start = parser.pos
-    kind = parser.parse_keyword_in(("spatial", "repeat"), " in a task mapping")
-    shape: list[int] = []
-    keywords: dict[str, list] = {}
-
-    def parse_argument() -> None:
-        key_start = parser.pos
-        if (key := parser.parse_optional_identifier()) is None:
-            if keywords:
-                parser.raise_error("extents must come before keywords in a task mapping")
-            shape.append(parser.parse_integer(allow_boolean=False))
-            return
-        if key not in KEYWORDS:
-            parser.raise_error(f"unknown keyword '{key}' in {kind}(...), expected "
-                               f"{' or '.join(KEYWORDS)}", key_start, parser.pos)
-        if key in keywords:
-            parser.raise_error(f"'{key}' given twice in {kind}(...)", key_start, parser.pos)
-        parser.parse_punctuation("=")
-        element = (
-            (lambda: parser.parse_integer(allow_boolean=False)) if key == "ranks"
-            else (lambda: parser.parse_boolean(" (unroll flag)"))
-        )
-        keywords[key] = parser.parse_comma_separated_list(AttrParser.Delimiter.SQUARE, element)
-
-    parser.parse_comma_separated_list(AttrParser.Delimiter.PAREN, parse_argument)
-    try:
-        return make_atom(kind, shape, keywords.get("ranks"), keywords.get("unroll"))
-    except MappingError as exc:
-        parser.raise_error(str(exc), start, parser.pos)
-
-
-@irdl_attr_definition
-class TaskMappingAttr(ParametrizedAttribute):
-    """``#tm.map<spatial(4, 8, ranks=[1, 0]) * repeat(2, 2)>``: a task mapping (see
-    tmlir.mapping); its parameter is the normalized text, keywords at their defaults left
-    out."""
-
-    name = "tm.map"
-    expr: StringAttr
-
-    def __init__(self, mapping: TaskMapping | str) -> None:
-        super().__init__(StringAttr(str(mapping)))
-
-    @property
-    def mapping(self) -> TaskMapping:
-        return parse_mapping(self.expr.data)
-
-    def verify(self) -> None:
-        try:
-            parse_mapping(self.expr.data)
-        except MappingError as exc:
-            raise VerifyException(f"invalid task mapping '{self.expr.data}': {exc}") from None
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        with parser.in_angle_brackets():
-            mapping = parse_mapping_expr(parser)
-        return (StringAttr(str(mapping)),)
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.expr.data}>")
 
 
 @irdl_op_definition
@@ -325,58 +243,6 @@ class ForTaskOp(IRDLOperation):
             regions=[region],
             attributes=attrs.data if attrs else {},
         )
-
-
-@irdl_attr_definition
-class DataLayoutAttr(ParametrizedAttribute):
-    """``#tm.layout<row_major(2, 2) * column_major(4, 8, pad=1)>``: a data layout
-    (see tmlir.layout)."""
-
-    name = "tm.layout"
-    expr: StringAttr
-
-    def __init__(self, layout: DataLayout | str) -> None:
-        super().__init__(StringAttr(str(layout)))
-
-    @property
-    def layout(self) -> DataLayout:
-        return parse_layout(self.expr.data)
-
-    def verify(self) -> None:
-        try:
-            self.layout
-        except LayoutError as exc:
-            raise VerifyException(f"invalid data layout '{self.expr.data}': {exc}") from None
-
-    @staticmethod
-    def parse_expr(parser: AttrParser) -> DataLayout:
-        """``row_major(8, 64, pad=1) * column_major(2, 2)`` with the parser's tokens."""
-
-        def argument() -> int | tuple[str, int]:
-            if parser.parse_optional_keyword("pad"):
-                parser.parse_punctuation("=")
-                return ("pad", parser.parse_integer(allow_boolean=False))
-            return parser.parse_integer(allow_boolean=False)
-
-        start, atoms = parser.pos, []
-        try:
-            while True:
-                kind = parser.parse_keyword_in(KINDS, " in a data layout")
-                args = parser.parse_comma_separated_list(AttrParser.Delimiter.PAREN, argument)
-                atoms.append(make_layout_atom(kind, args))
-                if parser.parse_optional_punctuation("*") is None:
-                    return DataLayout(tuple(atoms))
-        except LayoutError as exc:
-            parser.raise_error(str(exc), start, parser.pos)
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        with parser.in_angle_brackets():
-            layout = cls.parse_expr(parser)
-        return (StringAttr(str(layout)),)
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.expr.data}>")
 
 
 @irdl_op_definition
@@ -641,22 +507,6 @@ def _constant(value: SSAValue) -> int | None:
     if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
         return op.value.value.data
     return None
-
-
-def verify_launch(op: IRDLOperation, kernel: SymbolRefAttr, args, kernel_type) -> IRDLOperation:
-    """The launched symbol is a kernel of `kernel_type` whose argument types match; returns it."""
-    module = op.get_toplevel_object()
-    callee = SymbolTable.lookup_symbol(module, kernel) if module is not op else None
-    if not isinstance(callee, kernel_type):
-        raise VerifyException(f"'{kernel.string_value()}' is not a {kernel_type.name} in this module")
-    expected = [a.type for a in callee.regions[0].block.args]
-    got = [a.type for a in args]
-    if expected != got:
-        raise VerifyException(
-            f"launch of @{kernel.string_value()}: argument types ({', '.join(map(str, got))})"
-            f" do not match the kernel's ({', '.join(map(str, expected))})"
-        )
-    return callee
 
 
 TM = Dialect(

@@ -38,14 +38,15 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from tmlir.dialects._syntax import (
+    MAX_THREADS_PER_BLOCK,
     enclosing,
     memref_shape,
     parse_int_in_parens,
     parse_kernel_header,
     parse_trailing_attrs_and_region,
     print_kernel_header,
+    verify_launch,
 )
-from tmlir.dialects.tm import MAX_THREADS_PER_BLOCK, verify_launch
 
 DIMS = ("x", "y", "z")
 

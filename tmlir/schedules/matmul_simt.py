@@ -25,7 +25,8 @@ dimension is walked in steps of ``block_k`` with **double buffering**:
 The epilogue scales by alpha, adds the broadcast bias times beta and stores with guards
 only on the dimensions that are not tile multiples (k tails load zeros). Rows of a shared
 tile that consecutive threads fill along k are padded (``32 / block_k`` floats) so the
-stores do not conflict on banks.
+stores do not conflict on banks: the tile's layout is ``row_major(2, block_k, block_m,
+pad=32 / block_k)`` (see ``tmlir.layout``), indexed with logical coordinates.
 
 The parameters form a small hardware-centric space, declared at the end of this file
 (``MATMUL_SIMT_SPACE``): about 200 valid candidates for a large fp32 problem.
@@ -42,7 +43,8 @@ from xdsl.dialects import arith
 from xdsl.ir import SSAValue
 
 from tmlir.dialects import tm
-from tmlir.mapping import TaskMapping, repeat, spatial, tile_mapping
+from tmlir.layout import DataLayout, row_major
+from tmlir.mapping import TaskMapping, auto_map, repeat, spatial
 from tmlir.schedules.builder import Index, IRBuilder
 from tmlir.schedules.common import (
     broadcast_guards,
@@ -217,11 +219,16 @@ def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtPara
     a_load = _TileLoad(p.lhs_shape, P.block_m, P.block_k, p.transpose_lhs, P.threads)
     b_load = _TileLoad(p.rhs_shape, P.block_n, P.block_k, not p.transpose_rhs, P.threads)
 
-    def alloc(scope: str, shape: tuple[int, ...], name: str) -> SSAValue:
-        return b.insert(tm.AllocOp(scope, f32_memref(shape)), name).results[0]
+    def alloc(scope: str, shape: tuple[int, ...], name: str,
+              layout: DataLayout | None = None) -> SSAValue:
+        return b.insert(tm.AllocOp(scope, f32_memref(shape), layout), name).results[0]
 
-    a_smem = alloc("shared", (2, P.block_k, P.block_m + pad_a), "a_smem")
-    b_smem = alloc("shared", (2, P.block_k, P.block_n + pad_b), "b_smem")
+    def padded(shape: tuple[int, ...], pad: int) -> DataLayout | None:
+        return row_major(*shape, pad=pad) if pad else None
+
+    a_tile, b_tile = (2, P.block_k, P.block_m), (2, P.block_k, P.block_n)
+    a_smem = alloc("shared", a_tile, "a_smem", padded(a_tile, pad_a))
+    b_smem = alloc("shared", b_tile, "b_smem", padded(b_tile, pad_b))
     a_frag = alloc("register", (2, P.thread_m), "a_frag")
     b_frag = alloc("register", (2, P.thread_n), "b_frag")
     a_ldg = alloc("register", (a_load.per_thread,), "a_ldg")
@@ -345,9 +352,10 @@ class _TileLoad:
     @property
     def mapping(self) -> tuple[TaskMapping, TaskMapping]:
         """(repeat, spatial) parts of the copy mapping."""
-        m = tile_mapping(self.tile, self.threads)
-        return (TaskMapping(m.atoms[:1]), TaskMapping(m.atoms[1:])) if len(m.atoms) == 2 \
-            else (repeat(1, 1), m)
+        m = auto_map(self.tile, self.threads)
+        if len(m.atoms) == 2:
+            return TaskMapping(m.atoms[:1]), TaskMapping(m.atoms[1:])
+        return repeat(1, 1), m
 
     @property
     def per_thread(self) -> int:

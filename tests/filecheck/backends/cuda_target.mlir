@@ -10,8 +10,9 @@
 // CHECK-NEXT:  extern "C" __global__ void __launch_bounds__(32) matmul_0(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
 // CHECK-NEXT:    const int tid = threadIdx.x;
 // CHECK-NEXT:    const int lane = tid % 32;
-// Two-stage shared tiles (A's rows padded), two-stage fragments, prefetch registers:
-// CHECK-NEXT:    __shared__ float a_smem[2][8][20];
+// Two-stage shared tiles (A's rows padded to 20 floats, so flat through its layout),
+// two-stage fragments, prefetch registers:
+// CHECK-NEXT:    __shared__ float a_smem[320];
 // CHECK-NEXT:    __shared__ float b_smem[2][8][32];
 // CHECK-NEXT:    float a_frag[2][4];
 // CHECK-NEXT:    float b_frag[2][4];
@@ -31,14 +32,14 @@
 // CHECK-NEXT:      a_ldg[r0] = {{[a-z0-9_]+}};
 // CHECK:           if ({{.*}} < 6) {
 // CHECK-NEXT:        [[W:[a-z0-9_]+]] = B[{{.*}}];
-// CHECK:           a_smem[0][{{.*}}] = a_ldg[r0_2];
+// CHECK:           a_smem[(s1_2 * 20) + ((r0_2 * 4) + s0)] = {{[a-z0-9_]+}};
 // CHECK:         __syncthreads();
 // CHECK:         if (has_next) {
 // CHECK:         for (int kk = 0; kk < 7; ++kk) {
-// CHECK:             a_frag[next_slot][ii_1] = a_smem[stage][next_kk][(li * 4) + ii_1];
+// CHECK:             a_frag[next_slot][ii_1] = a_smem[((stage * 160) + (next_kk * 20)) + ((li * 4) + ii_1)];
 // CHECK:               acc[[[AI:[a-z0-9_]+]]][[[AJ:[a-z0-9_]+]]] = acc[[[AI]]][[[AJ]]] + (a * b);
 // CHECK:         if (has_next) {
-// CHECK:           a_smem[next_stage][{{.*}}] = a_ldg[r0_6];
+// CHECK:           a_smem[((next_stage * 160) + (s1_6 * 20)) + ((r0_6 * 4) + s0)] = {{[a-z0-9_]+}};
 // CHECK:         __syncthreads();
 // CHECK-NOT:     __syncthreads();
 // The store is guarded on both M and N:

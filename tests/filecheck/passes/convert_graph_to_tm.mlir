@@ -12,8 +12,8 @@
 //
 // A is M x K and B is N x K (transpose_rhs): consecutive threads fill both shared tiles
 // along k, so their rows are padded by 32 / block_k floats.
-// CHECK:         %a_smem = tm.alloc shared : memref<2x8x20xf32>
-// CHECK-NEXT:    %b_smem = tm.alloc shared : memref<2x8x36xf32>
+// CHECK:         %a_smem = tm.alloc shared layout(row_major(2, 8, 16, pad=4)) : memref<2x8x16xf32>
+// CHECK-NEXT:    %b_smem = tm.alloc shared layout(row_major(2, 8, 32, pad=4)) : memref<2x8x32xf32>
 // CHECK:         tm.for_task (%batch, %tile_m, %tile_n) in spatial(1, 7, 2) on %bid {
 //
 // A is guarded on M and K, B on N and K, in the prologue and in the prefetch.

@@ -17,7 +17,7 @@
 // CHECK-LABEL: tmgpu.kernel @matmul_0(%A: memref<4x8xf32>, %B: memref<8x6xf32>, %C: memref<4x6xf32>) block(32)
 // CHECK-SAME:    attributes {tm.template = "matmul_simt"
 // CHECK:         %tid = tmgpu.thread_id x
-// CHECK:         %a_smem = tmgpu.shared_alloc : memref<2x8x20xf32>
+// CHECK:         %a_smem = tmgpu.shared_alloc : memref<320xf32>
 // CHECK-NEXT:    %b_smem = tmgpu.shared_alloc : memref<2x8x32xf32>
 // CHECK-NEXT:    %a_frag = tmgpu.local_alloc : memref<2x4xf32>
 // CHECK-NEXT:    %b_frag = tmgpu.local_alloc : memref<2x4xf32>
@@ -36,7 +36,7 @@
 // CHECK:         tmgpu.barrier
 // CHECK-NOT:     tmgpu.barrier
 // CHECK:         scf.for %kk =
-// CHECK:           memref.load %a_smem[%{{[a-z0-9_]+}}, %next_kk,
+// CHECK:           memref.load %b_smem[%stage, %next_kk,
 // CHECK-NOT:     tmgpu.barrier
 // CHECK:         {{^    \} \{tm.unroll\}$}}
 // CHECK-NEXT:    scf.if %has_next {

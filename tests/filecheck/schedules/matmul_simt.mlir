@@ -14,9 +14,9 @@ func.func @mm(%a: tensor<2048x64xf32>, %b: tensor<64x2048xf32>) -> tensor<2048x2
 // CHECK:         %warp = arith.divui %tid
 // CHECK:         %lane = arith.remui %tid
 
-// Two-stage shared tiles (A padded by 32 / block_k floats a row), two-stage register
-// fragments, prefetch registers and the accumulators.
-// CHECK-NEXT:    %a_smem = tm.alloc shared : memref<2x8x132xf32>
+// Two-stage shared tiles (A's rows padded by 32 / block_k floats through its layout),
+// two-stage register fragments, prefetch registers and the accumulators.
+// CHECK-NEXT:    %a_smem = tm.alloc shared layout(row_major(2, 8, 128, pad=4)) : memref<2x8x128xf32>
 // CHECK-NEXT:    %b_smem = tm.alloc shared : memref<2x8x128xf32>
 // CHECK-NEXT:    %a_frag = tm.alloc register : memref<2x8xf32>
 // CHECK-NEXT:    %b_frag = tm.alloc register : memref<2x8xf32>

@@ -1,0 +1,65 @@
+"""The ``tm-space`` CLI: one JSON object per candidate with ptxas statistics, one default,
+a readable table, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulProblem, MatmulSimtParams
+from tmlir.tools.tm_space import main
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+
+
+def tm_space(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tmlir.tools.tm_space", *args],
+                          capture_output=True, text=True)
+
+
+@needs_nvcc
+def test_json_lines(capsys):
+    assert main(["matmul", "--m", "100", "--n", "64", "--k", "30", "--batch", "3",
+                 "--trans-b", "--limit", "3", "--json", "--jobs", "1"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    problem = MatmulProblem((3, 100, 30), (3, 64, 30), (3, 100, 64), transpose_rhs=True)
+    default = MatmulSimtParams.default_for(problem)
+    candidates = MATMUL_SIMT_SPACE.candidates(problem)
+    expected = {0, 1, 2, candidates.index(default)}
+    assert {r["index"] for r in rows} == expected
+    assert [r["default"] for r in rows].count(True) == 1
+    for r in rows:
+        params = candidates[r["index"]]
+        assert r["block_m"] == params.block_m and r["threads"] == params.threads
+        assert r["default"] == (params == default)
+        assert 0 < r["registers"] <= 255 and r["spill_bytes"] == 0
+        assert r["shared_bytes"] == params.shared_bytes(problem)
+
+
+@needs_nvcc
+def test_table(capsys):
+    assert main(["matmul", "--m", "64", "--n", "64", "--k", "64", "--limit", "2", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("matmul_simt space for 64 x 64 x 64 on sm_90:")
+    assert out[1].split() == ["index", "block_m", "block_n", "block_k", "threads", "block_warps",
+                              "warp_outer", "lanes", "thread_inner", "registers", "spill_bytes",
+                              "shared_bytes", "default"]
+    assert sum(line.rstrip().endswith("*") for line in out[2:]) == 1
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["matmul", "--m", "0", "--n", "1", "--k", "1"], "argument --m: expected a positive integer"),
+    (["matmul", "--m", "x", "--n", "1", "--k", "1"], "expected a positive integer, got 'x'"),
+    (["conv", "--m", "1", "--n", "1", "--k", "1"], "invalid choice: 'conv'"),
+    (["matmul", "--m", "1", "--n", "1"], "the following arguments are required: --k"),
+    (["matmul", "--m", "1", "--n", "1", "--k", "1", "--arch", "sm_1"], "invalid choice: 'sm_1'"),
+])
+def test_errors_are_one_line(args, needle):
+    result = tm_space(*args)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith("tm-space: error: ") and needle in result.stderr
+    assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1
