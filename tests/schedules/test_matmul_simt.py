@@ -153,3 +153,13 @@ def test_default_candidate_does_not_spill(shape):
 def test_lanes_must_make_a_warp():
     with pytest.raises(ValueError, match="32 lanes"):
         MatmulSimtParams(lanes=(4, 4))
+
+
+def test_tiles_agree_with_the_thread_mapping():
+    """block_m x block_n and the thread count are those of the composed thread mapping, and
+    each thread's tasks are its thread_m x thread_n register tile."""
+    for p in MATMUL_SIMT_SPACE.all_points():
+        mapping = p.thread_mapping
+        assert mapping.task_shape == (p.block_m, p.block_n)
+        assert mapping.num_workers == p.threads
+        assert len(mapping.worker_tasks(p.threads - 1)) == p.thread_m * p.thread_n
