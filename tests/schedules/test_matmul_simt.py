@@ -100,6 +100,9 @@ def test_gemm_variants_match_numpy(problem):
 
 @pytest.mark.slow
 def test_whole_space_on_one_shape():
+    # Known to fail today with "out of memory for fiber stacks" part-way through: every
+    # emu module keeps its fiber stacks mapped until the process exits (see the emu's
+    # notes); freeing them when a module is dropped is the fix.
     problem = MatmulProblem.plain(257, 131, 75)
     failures = [p for p in MATMUL_SIMT_SPACE.candidates(problem) if relative_error(problem, p) >= RTOL]
     assert not failures
