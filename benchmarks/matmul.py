@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from tmlir.backends.cuda_c import CudaProgram
-from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams
+from tmlir.schedules.matmul_simt import MatmulProblem
 from tmlir.tuning import Candidate, matmul_candidates, matmul_program, ptxas_report, tune
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -168,13 +168,8 @@ def _load_candidates(problem, candidates, arch, jobs, compile_ptx, CudaModule):
     for chunk, program, ptx in zip(chunks, programs, ptxs):
         module = CudaModule(ptx, [k.signature for k in program.kernels])
         for c in chunk:
-            modules[c.index] = (module, *_launch_dims(problem, c.params))
+            modules[c.index] = (module, c.params.blocks(problem), c.params.threads)
     return modules
-
-
-def _launch_dims(problem: MatmulProblem, p: MatmulSimtParams) -> tuple[int, int]:
-    grid = problem.batch * math.ceil(problem.m / p.block_m) * math.ceil(problem.n / p.block_n)
-    return grid, p.threads
 
 
 # ----------------------------------------------------------------------------- CPU
@@ -214,7 +209,7 @@ def cpu_benchmark(sizes: list[int], emu_sizes: list[int], arch: str, jobs: int) 
         a = rng.standard_normal((n, n)).astype(np.float32)
         b = rng.standard_normal((n, n)).astype(np.float32)
         c = np.zeros((n, n), np.float32)
-        grid, block = _launch_dims(problem, default.params)
+        grid, block = default.params.blocks(problem), default.params.threads
         start = time.perf_counter()
         emu.launch(default.kernel_name, grid, block, [a, b, c])
         seconds = time.perf_counter() - start

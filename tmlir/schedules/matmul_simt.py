@@ -155,6 +155,14 @@ class MatmulSimtParams:
         return (spatial(*self.block_warps) * repeat(*self.warp_outer) * spatial(*self.lanes)
                 * repeat(*self.thread_inner))
 
+    def tile_grid(self, problem: MatmulProblem) -> tuple[int, int, int]:
+        """Blocks along batch, M and N: one block per output tile."""
+        return (problem.batch, math.ceil(problem.m / self.block_m),
+                math.ceil(problem.n / self.block_n))
+
+    def blocks(self, problem: MatmulProblem) -> int:
+        return math.prod(self.tile_grid(problem))
+
     def smem_pads(self, problem: MatmulProblem) -> Pair:
         """Row padding of the A and B shared tiles: an operand whose global rows run along k
         is stored by consecutive threads at stride ``block_m`` (``block_n``); pad then."""
@@ -187,11 +195,8 @@ class MatmulSimtParams:
         preference with the most blocks (the smallest tile among equals)."""
         valid = [p for p in DEFAULT_PREFERENCES
                  if MATMUL_SIMT_SPACE.first_violation(p, problem) is None]
-        def blocks(p: MatmulSimtParams) -> int:
-            return problem.batch * math.ceil(problem.m / p.block_m) * math.ceil(problem.n / p.block_n)
-
-        fewest_idle = max(valid, key=lambda p: (blocks(p), -p.block_m * p.block_n))
-        return next((p for p in valid if blocks(p) >= REFERENCE_SMS), fewest_idle)
+        fewest_idle = max(valid, key=lambda p: (p.blocks(problem), -p.block_m * p.block_n))
+        return next((p for p in valid if p.blocks(problem) >= REFERENCE_SMS), fewest_idle)
 
 
 def _pair(p: Pair) -> str:
@@ -201,11 +206,11 @@ def _pair(p: Pair) -> str:
 def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtParams) -> tm.KernelOp:
     """A kernel ``(A, B, [bias,] C)`` for `problem` with the schedule `params`."""
     p, P = problem, params
-    grid_m, grid_n = math.ceil(p.m / P.block_m), math.ceil(p.n / P.block_n)
+    tile_grid = P.tile_grid(p)
     k_tiles = math.ceil(p.k / P.block_k)
     arg_shapes = [p.lhs_shape, p.rhs_shape, *([p.bias_shape] if p.bias_shape else []), p.out_shape]
     kernel = tm.KernelOp(
-        name, [f32_memref(s) for s in arg_shapes], p.batch * grid_m * grid_n, P.threads,
+        name, [f32_memref(s) for s in arg_shapes], P.blocks(p), P.threads,
         kernel_attributes("matmul_simt", {**P.describe(), "M": p.m, "N": p.n, "K": p.k}),
     )
     name_args(kernel, ["A", "B", *(["bias"] if p.bias_shape else []), "C"])
@@ -239,7 +244,7 @@ def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtPara
     guard_k = p.k % P.block_k != 0
 
     with (
-        b.for_task(spatial(p.batch, grid_m, grid_n), bid, ["batch", "tile_m", "tile_n"])
+        b.for_task(spatial(*tile_grid), bid, ["batch", "tile_m", "tile_n"])
         as (bb, tile_m, tile_n),
         b.for_task(spatial(*P.block_warps), warp, ["wi", "wj"]) as (wi, wj),
         b.for_task(spatial(*P.lanes), lane, ["li", "lj"]) as (li, lj),
