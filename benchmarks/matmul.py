@@ -204,15 +204,15 @@ def cpu_benchmark(sizes: list[int], emu_sizes: list[int], arch: str, jobs: int) 
         problem = MatmulProblem.plain(n, n, n)
         default = next(c for c in matmul_candidates(problem) if c.default)
         program: CudaProgram = matmul_program(problem, [default])
-        emu = compile_emu(program.source, [k.signature for k in program.kernels])
         rng = np.random.default_rng(0)
         a = rng.standard_normal((n, n)).astype(np.float32)
         b = rng.standard_normal((n, n)).astype(np.float32)
         c = np.zeros((n, n), np.float32)
         grid, block = default.params.blocks(problem), default.params.threads
-        start = time.perf_counter()
-        emu.launch(default.kernel_name, grid, block, [a, b, c])
-        seconds = time.perf_counter() - start
+        with compile_emu(program.source, [k.signature for k in program.kernels]) as emu:
+            start = time.perf_counter()
+            emu.launch(default.kernel_name, grid, block, [a, b, c])
+            seconds = time.perf_counter() - start
         want = a.astype(np.float64) @ b
         err = float(np.abs(c - want).max() / np.abs(want).max())
         result["emu"].append({"n": n, "params": default.params.describe(), "seconds": seconds,

@@ -359,3 +359,29 @@ def test_sources_compile_with_nvcc(name: str, tmp_path: Path) -> None:
     result = subprocess.run([nvcc, "-ptx", "-arch=sm_90", "-x", "cu", str(source),
                              "-o", str(tmp_path / f"{name}.ptx")], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def mapping_count() -> int:
+    """How many memory mappings this process has (each fiber stack is two)."""
+    return len(Path("/proc/self/maps").read_text().splitlines())
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc/self/maps")
+def test_close_unmaps_fiber_stacks() -> None:
+    """Loading, running and closing many modules does not accumulate memory mappings."""
+    out = np.zeros(2 * 256, np.int32)
+    before = mapping_count()
+    for _ in range(30):
+        with compile_emu(ROTATE, [sig("rotate", "int* out", "int rounds")]) as module:
+            module.launch("rotate", 2, 256, [out, 1])  # barriers keep 256 fibers alive
+            while_loaded = mapping_count()
+    assert while_loaded - before >= 2 * 256  # a block's stacks, each with its guard page
+    assert mapping_count() - before < 64
+
+
+def test_closed_module_refuses_launches() -> None:
+    module = compile_emu(VADD, [VADD_SIG])
+    module.close()
+    module.close()  # idempotent
+    with pytest.raises(EmuError, match=r"kernel 'vadd': emu module .*\.so is closed"):
+        module.launch("vadd", 1, 64, [np.ones(64, np.float32)] * 3 + [64])

@@ -49,15 +49,15 @@ def relative_error(problem: MatmulProblem, params: MatmulSimtParams, seed: int =
     module.verify()
     LowerToCuda().apply(make_context(), module)
     program = emit_cuda(module)
-    emu = compile_emu(program.source, [k.signature for k in program.kernels])
     rng = np.random.default_rng(seed)
     a = rng.standard_normal(problem.lhs_shape).astype(np.float32)
     b = rng.standard_normal(problem.rhs_shape).astype(np.float32)
     bias = (rng.standard_normal(problem.bias_shape).astype(np.float32)
             if problem.bias_shape else None)
     c = np.full(problem.out_shape, np.nan, np.float32)  # every element must be written
-    emu.launch("mm", kernel.grid.data, kernel.block.data,
-               [a, b, *([bias] if bias is not None else []), c])
+    with compile_emu(program.source, [k.signature for k in program.kernels]) as emu:
+        emu.launch("mm", kernel.grid.data, kernel.block.data,
+                   [a, b, *([bias] if bias is not None else []), c])
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     if problem.transpose_lhs:
         a64 = np.swapaxes(a64, -1, -2)
@@ -100,9 +100,6 @@ def test_gemm_variants_match_numpy(problem):
 
 @pytest.mark.slow
 def test_whole_space_on_one_shape():
-    # Known to fail today with "out of memory for fiber stacks" part-way through: every
-    # emu module keeps its fiber stacks mapped until the process exits (see the emu's
-    # notes); freeing them when a module is dropped is the fix.
     problem = MatmulProblem.plain(257, 131, 75)
     failures = [p for p in MATMUL_SIMT_SPACE.candidates(problem) if relative_error(problem, p) >= RTOL]
     assert not failures

@@ -10,10 +10,16 @@
 `args` is an array of pointers to each argument value, as for `cuLaunchKernel`. The wrapper
 returns nonzero with a message in `err` when emulation fails (e.g. a barrier deadlock).
 Compiled shared objects live in the on-disk cache of `tmlir.backends.cache`.
+
+A loaded module keeps its fiber stacks (two memory mappings each) for reuse by later
+launches. `EmuModule.close()` -- also run when the module is garbage collected or leaves a
+`with` block -- unmaps them and unloads the shared object, so a process may load thousands
+of modules (a tuner does) without running out of `vm.max_map_count`.
 """
 
 from __future__ import annotations
 
+import _ctypes
 import ctypes
 import functools
 import re
@@ -85,9 +91,40 @@ class EmuModule:
     def __init__(self, path: Path, kernels: Sequence[KernelSignature]) -> None:
         """Load the shared object at `path`, which defines a launch wrapper per kernel."""
         self.path = path
-        self._library = ctypes.CDLL(str(path))
+        self._library: ctypes.CDLL | None = None
+        try:
+            self._library = ctypes.CDLL(str(path))
+        except OSError as exc:
+            raise EmuError(f"cannot load emu module {path}: {exc}") from None
         self._kernels = {k.name: k for k in kernels}
         self._entries = {k.name: self._entry(k.name) for k in kernels}
+        self._release = getattr(self._library, "tmlir_emu_release", None)
+
+    def close(self) -> None:
+        """Unmap the fiber stacks this module keeps between launches and unload it.
+
+        Idempotent; a later `launch` raises EmuError. Must not overlap a launch of this
+        module from another thread.
+        """
+        library, self._library = self._library, None
+        if library is None:
+            return
+        self._entries = {}
+        if self._release is not None:
+            self._release.restype = None
+            self._release()
+        self._release = None
+        _ctypes.dlclose(library._handle)
+
+    def __enter__(self) -> EmuModule:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_library", None) is not None:
+            self.close()
 
     def launch(self, name: str, grid: Dims, block: Dims, args: Sequence[KernelArg]) -> None:
         """Run kernel `name` on a `grid` of `block`s (ints or up to 3-tuples, x first).
@@ -96,6 +133,8 @@ class EmuModule:
         kernel reads and writes in place; scalar parameters take Python/numpy numbers.
         Returns when every thread has finished.
         """
+        if self._library is None:
+            raise EmuError(f"kernel {name!r}: emu module {self.path.name} is closed")
         kernel = self._kernels.get(name)
         if kernel is None:
             known = ", ".join(sorted(self._kernels)) or "none"

@@ -11,7 +11,8 @@
 // * Switching is a hand-written x86-64 stack switch (no syscalls); elsewhere, ucontext.
 // * `__shared__` is `static thread_local`: a worker OS thread runs one block at a time, so
 //   its copy *is* that block's shared memory. Blocks run in parallel on min(#blocks, #cpus)
-//   workers (TMLIR_EMU_THREADS overrides); stacks are allocated once and reused.
+//   workers (TMLIR_EMU_THREADS overrides); stacks are allocated once and reused until
+//   tmlir_emu_release() unmaps them.
 // * Warp shuffles meet at a per-warp barrier: lanes publish, all arrive, read, arrive.
 // * A barrier that cannot complete (some threads exited, others wait) is reported to the
 //   caller as an error instead of hanging.
@@ -225,16 +226,26 @@ struct Launch {
 };
 
 // Workers, with their fiber stacks, outlive launches on a free list shared by all launches:
-// recycle(nullptr) takes one (a fresh all-zero one if the list is empty); recycle(w) gives w back.
-inline Worker* recycle(Worker* back) {
+// recycle(nullptr) takes one (a fresh all-zero one if the list is empty); recycle(w) gives w
+// back; recycle(nullptr, true) empties the list, unmapping every stack (tmlir_emu_release).
+inline Worker* recycle(Worker* back, bool release_all = false) {
   static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
   static Worker* free_list = nullptr;
   pthread_mutex_lock(&mutex);
   Worker* w = back ? nullptr : free_list;
   if (back) back->next_free = free_list, free_list = back;
+  else if (release_all) free_list = nullptr;
   else if (w) free_list = w->next_free;
   pthread_mutex_unlock(&mutex);
-  return back || w ? w : static_cast<Worker*>(calloc(1, sizeof(Worker)));
+  if (!release_all) return back || w ? w : static_cast<Worker*>(calloc(1, sizeof(Worker)));
+  while (w) {
+    Worker* next = w->next_free;
+    for (int i = 0; i < w->n_free; ++i)
+      munmap(w->free_stacks[i] - kGuardBytes, kStackBytes + kGuardBytes);
+    free(w);
+    w = next;
+  }
+  return nullptr;
 }
 
 inline void fail(Launch& L, const char* msg) {
@@ -378,6 +389,13 @@ inline float atomicAdd(float* p, float v) {
   do next = old + v;
   while (!__atomic_compare_exchange(p, &old, &next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
   return old;
+}
+
+// Gives back the memory this module's idle workers hold: every fiber stack is a mapping (two,
+// with its guard page), so a process that loads many modules must release them or run out of
+// vm.max_map_count. EmuModule.close() calls it; a later launch allocates afresh.
+extern "C" __attribute__((visibility("default"))) void tmlir_emu_release() {
+  tmlir_emu::recycle(nullptr, true);
 }
 
 #pragma GCC visibility pop
