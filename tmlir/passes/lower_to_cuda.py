@@ -1,7 +1,7 @@
 """``lower-to-cuda``: the default pipeline from graph-level IR to the gpu level.
 
 ``convert-graph-to-tm`` → ``tm-lower-mappings`` → ``convert-tm-to-gpu`` →
-``canonicalize`` → ``cse``. ``tm-opt model.onnx -p lower-to-cuda -t cuda`` prints the
+``canonicalize`` → ``arith-simplify`` → ``canonicalize`` → ``cse``. ``tm-opt model.onnx -p lower-to-cuda -t cuda`` prints the
 CUDA C of a model.
 """
 
@@ -15,6 +15,7 @@ from xdsl.passes import ModulePass
 from xdsl.transforms.canonicalize import CanonicalizePass
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 
+from tmlir.passes.arith_simplify import ArithSimplify
 from tmlir.passes.convert_graph_to_tm import ConvertGraphToTm
 from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu
 from tmlir.passes.tm_lower_mappings import TmLowerMappings
@@ -23,6 +24,8 @@ PIPELINE: tuple[ModulePass, ...] = (
     ConvertGraphToTm(),
     TmLowerMappings(),
     ConvertTmToGpu(),
+    CanonicalizePass(),
+    ArithSimplify(),
     CanonicalizePass(),
     CommonSubexpressionElimination(),
 )

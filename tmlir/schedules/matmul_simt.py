@@ -19,8 +19,11 @@ dimension is walked in steps of ``block_k`` with **double buffering**:
   latency hides behind the arithmetic;
 * while computing slice ``kk`` of the tile, the fragments of slice ``kk + 1`` are read
   from shared memory into the other register stage;
-* after the compute the prefetched tile is stored to the other shared stage and the
-  block meets at **one barrier per k-step**.
+* after the compute the prefetched tile is stored to the other shared stage, the block
+  meets at **one barrier per k-step** and the next tile's first slice is read into
+  fragments while the last slice of this one is multiplied. The last k-step has no next
+  tile: it skips the store, the barrier and those reads (the condition is the same for
+  every thread of the block, so the barrier inside it is legal CUDA).
 
 The epilogue scales by alpha, adds the broadcast bias times beta and stores with guards
 only on the dimensions that are not tile multiples (k tails load zeros). Rows of a shared
@@ -305,10 +308,11 @@ def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtPara
                 next_kk = b.add(kk, 1, "next_kk")
                 shared_to_fragments(stage, next_kk, b.rem(next_kk, 2, "next_slot"))
                 multiply_accumulate(b.rem(kk, 2, "slot"))
-            with b.if_(has_next):
-                registers_to_shared(b.rem(next_kt, 2, "next_stage"))
-            b.insert(tm.BarrierOp())
-            shared_to_fragments(b.rem(next_kt, 2, "next_stage"), 0, 0)
+            with b.if_(has_next):  # uniform over the block, so the barrier is legal here
+                next_stage = b.rem(next_kt, 2, "next_stage")
+                registers_to_shared(next_stage)
+                b.insert(tm.BarrierOp())
+                shared_to_fragments(next_stage, 0, 0)
             multiply_accumulate((P.block_k - 1) % 2)
 
         # Epilogue: C = alpha * acc + beta * bias, guarded where tiles overhang.

@@ -2,7 +2,8 @@
 // RUN: tm-opt %s -p lower-to-cuda | filecheck %s --check-prefix=LEVEL
 //
 // lower-to-cuda runs the whole pipeline (convert-graph-to-tm, tm-lower-mappings,
-// convert-tm-to-gpu, canonicalize, cse): graph ops in, tmgpu kernels and launches out.
+// convert-tm-to-gpu, canonicalize, arith-simplify, canonicalize, cse): graph ops in,
+// tmgpu kernels and launches out.
 
 // No graph or tm op survives (only the tm.* attributes that the CUDA printer reads).
 // LEVEL-NOT: graph.
@@ -12,8 +13,9 @@
 
 // The matmul (M = 4, N = 6, K = 8 on a 16x32x8 tile, one warp): two-stage shared tiles
 // and register fragments, guarded global loads into prefetch registers, a barrier after
-// the prologue and one per k-step, a guarded store. (K = 8 is one k-step, so
-// canonicalize removes the k loop.)
+// the prologue, a guarded store. K = 8 is one k-step: canonicalize inlines the k loop,
+// arith-simplify decides `has_next` (1 < 1) and the prefetch, the store to the other
+// stage and the k-step barrier all go. `tid % 32` is `tid` with 32 threads.
 // CHECK-LABEL: tmgpu.kernel @matmul_0(%A: memref<4x8xf32>, %B: memref<8x6xf32>, %C: memref<4x6xf32>) block(32)
 // CHECK-SAME:    attributes {tm.template = "matmul_simt"
 // CHECK:         %tid = tmgpu.thread_id x
@@ -24,6 +26,10 @@
 // CHECK-NEXT:    %a_ldg = tmgpu.local_alloc : memref<4xf32>
 // CHECK-NEXT:    %b_ldg = tmgpu.local_alloc : memref<8xf32>
 // CHECK-NEXT:    %acc = tmgpu.local_alloc : memref<4x4xf32>
+// CHECK-NEXT:    %[[C8:[0-9]+]] = arith.constant 8 : index
+// CHECK-NEXT:    %li = arith.divui %tid, %[[C8]] : index
+// CHECK-NEXT:    %lj = arith.remui %tid, %[[C8]] : index
+// CHECK-NOT:     arith.remui %tid, %[[C8]]
 // CHECK:         memref.store %{{.*}}, %acc[%i, %j] : memref<4x4xf32>
 // CHECK:         scf.if %{{[0-9]+}} -> (f32) {
 // CHECK-NEXT:      memref.load %A[%{{.*}}, %{{.*}}] : memref<4x8xf32>
@@ -36,14 +42,11 @@
 // CHECK:         tmgpu.barrier
 // CHECK-NOT:     tmgpu.barrier
 // CHECK:         scf.for %kk =
-// CHECK:           memref.load %b_smem[%stage, %next_kk,
+// CHECK:           memref.load %b_smem[%{{[0-9]+}}, %next_kk,
 // CHECK-NOT:     tmgpu.barrier
 // CHECK:         {{^    \} \{tm.unroll\}$}}
-// CHECK-NEXT:    scf.if %has_next {
 // CHECK-NOT:     tmgpu.barrier
-// CHECK:           memref.store %{{[0-9]+}}, %b_smem[%next_stage,
-// CHECK:         tmgpu.barrier
-// CHECK-NOT:     tmgpu.barrier
+// CHECK-NOT:     has_next
 // CHECK:         %sum = memref.load %acc
 // CHECK:         scf.if %{{[0-9]+}} {
 // CHECK-NEXT:      memref.store %sum, %C[%row, %col] : memref<4x6xf32>

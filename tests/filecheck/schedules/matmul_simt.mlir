@@ -72,17 +72,21 @@ func.func @mm(%a: tensor<2048x64xf32>, %b: tensor<64x2048xf32>) -> tensor<2048x2
 // CHECK-NEXT:            %b = tm.load %b_frag[%slot, %j_1]
 // CHECK-NOT:         tm.barrier
 // CHECK:             } {tm.unroll}
-// ... then the prefetched tile goes to the other shared stage, and the one barrier.
+// ... then, unless this is the last k-step, the prefetched tile goes to the other shared
+// stage, the one barrier, and the next tile's first slice into fragments.
 // CHECK-NEXT:        scf.if %has_next {
 // CHECK:                 %next_stage = arith.remui %next_kt
 // CHECK-NOT:         tm.barrier
 // CHECK:               tm.store {{.*}}, %a_smem[%next_stage,
 // CHECK-NOT:         tm.barrier
 // CHECK:               tm.store {{.*}}, %b_smem[%next_stage,
-// CHECK:             tm.barrier
+// CHECK:               tm.barrier
 // CHECK-NOT:         tm.barrier
-// CHECK:             tm.load %a_smem[%next_stage_1,
-// CHECK:             tm.for_task (%i_2, %j_2) in repeat(8, 8) {
+// CHECK:               tm.load %a_smem[%next_stage,
+// CHECK-NOT:         tm.barrier
+// CHECK:             {{^ {12}\}$}}
+// The last slice is multiplied on every k-step; the last k-step skips the block above.
+// CHECK-NEXT:        tm.for_task (%i_2, %j_2) in repeat(8, 8) {
 // CHECK-NOT:         tm.barrier
 // CHECK:           {{^ {10}\}$}}
 
