@@ -4,7 +4,9 @@ Function arguments are the graph inputs that are not initializers, results the g
 outputs, both in ONNX order; ``tm.inputs`` / ``tm.outputs`` keep their original ONNX names.
 Initializers and ``Constant`` nodes become ``graph.weight "<name>"`` ops, emitted at first
 use, whose arrays go to ``ImportedModel.weights``: the IR text never holds tensor data.
-Every shape comes from ``onnx.shape_inference`` (strict mode) and must be static; the only
+Computations on constants and static shapes (``Shape → Gather → Concat``, a ``Transpose``
+of a weight) are folded first (``tmlir.frontends.onnx_fold``), so their ops need no
+importer. Every shape comes from ``onnx.shape_inference`` (strict mode) and must be static; the only
 element type is float32. A model this importer cannot take (unsupported op, attribute,
 dtype, dynamic shape, unreadable file) raises a one-line ``FrontendError`` naming the node
 or value at fault.
@@ -29,6 +31,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from tmlir.dialects import graph
+from tmlir.frontends.onnx_fold import fold_constants
 
 SUPPORTED_OPS: tuple[str, ...] = (
     "Add", "Constant", "Div", "Gemm", "Identity", "MatMul", "Mul", "Relu", "Sigmoid", "Sub",
@@ -349,8 +352,18 @@ def import_onnx(
     if source is None and isinstance(model, str | os.PathLike):
         source = os.fspath(model)
     proto = _load(model, source)
-    _check_graph(proto.graph)
-    importer = _GraphImporter(_infer_shapes(proto).graph, os.path.dirname(source or ""))
+    try:
+        inferred = _infer_shapes(proto)
+    except FrontendError:
+        _check_graph(proto.graph)  # an unsupported op explains a failure best
+        raise
+    # Shape computations on static shapes fold away (tmlir.frontends.onnx_fold); the shapes
+    # they fed (a Reshape's target) are then known to a second inference.
+    folded = fold_constants(inferred)
+    if len(folded.graph.node) != len(inferred.graph.node):
+        inferred = _infer_shapes(folded)
+    _check_graph(inferred.graph)
+    importer = _GraphImporter(inferred.graph, os.path.dirname(source or ""))
     function, input_names = importer.run()
     module = ModuleOp([function])
     if source is not None:

@@ -1,0 +1,171 @@
+"""Constant folding on the ONNX graph, before import.
+
+Exported models compute shapes at run time: ``Shape → Gather → Unsqueeze → Concat →
+Reshape`` chains, ``ConstantOfShape``, ``Range``, casts of constant indices. With static
+shapes all of that is known when the model is compiled. `fold_constants` evaluates, with
+onnx's reference implementation, every node whose inputs are all constants
+(initializers, ``Constant`` nodes, results folded before), and every ``Shape``/``Size``
+of a value whose shape shape inference determined; their results become initializers
+and the nodes disappear. What is left for the importer is the computation on data, with
+constant shapes as the shape inputs of ``Reshape``, ``Expand`` and the like.
+
+Not folded: nodes outside the default domain, nondeterministic ops (``Random*``,
+``Bernoulli``, ``Multinomial``), nodes with subgraphs (``If``, ``Loop``, ``Scan``) and
+results of more than `MAX_FOLDED_ELEMENTS` elements (folding ``Expand`` of a scalar into
+a huge tensor would trade a cheap kernel for a large weight). A node that the reference
+implementation cannot evaluate is left in the graph for the importer to judge.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import onnx
+from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
+
+MAX_FOLDED_ELEMENTS = 1 << 20
+NONDETERMINISTIC = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform",
+                              "RandomUniformLike", "Bernoulli", "Multinomial"})
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def _static_shape(info: onnx.ValueInfoProto | None) -> tuple[int, ...] | None:
+    if info is None or not info.type.HasField("tensor_type"):
+        return None
+    tensor = info.type.tensor_type
+    if not tensor.HasField("shape"):
+        return None
+    dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+    return None if any(d is None for d in dims) else tuple(dims)
+
+
+def _shape_of(node: NodeProto, shape: tuple[int, ...]) -> np.ndarray:
+    """``Shape`` with its optional ``start``/``end`` (opset 15), clamped like the spec."""
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    rank = len(shape)
+    start, end = attrs.get("start", 0), attrs.get("end", rank)
+    start = min(max(start + rank if start < 0 else start, 0), rank)
+    end = min(max(end + rank if end < 0 else end, 0), rank)
+    return np.array(shape[start:end], dtype=np.int64)
+
+
+def _constant_value(node: NodeProto) -> list[np.ndarray] | None:
+    """A ``Constant`` node's value per the spec (``value_float`` is a scalar, ...)."""
+    for attr in node.attribute:
+        value = helper.get_attribute_value(attr)
+        if attr.name == "value":
+            return [numpy_helper.to_array(value)]
+        if attr.name in ("value_float", "value_floats"):
+            return [np.array(value, dtype=np.float32)]
+        if attr.name in ("value_int", "value_ints"):
+            return [np.array(value, dtype=np.int64)]
+    return None  # strings and sparse tensors stay as they are
+
+
+def _evaluate(node: NodeProto, inputs: list[np.ndarray | None], opset: list) -> list[np.ndarray]:
+    """Run one node with onnx's reference implementation."""
+    from onnx.reference import ReferenceEvaluator
+
+    names = [f"in{i}" if array is not None else "" for i, array in enumerate(inputs)]
+    call = helper.make_node(node.op_type, names, [f"out{i}" for i in range(len(node.output))],
+                            domain=node.domain)
+    call.attribute.extend(node.attribute)
+    initializers = [numpy_helper.from_array(np.asarray(a), n)
+                    for n, a in zip(names, inputs) if a is not None]
+    graph = helper.make_graph([call], "fold", [], [
+        helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in call.output],
+        initializers)
+    model = helper.make_model(graph, opset_imports=opset)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return list(ReferenceEvaluator(model).run(None, {}))
+
+
+def fold_constants(model: ModelProto) -> ModelProto:
+    """A copy of `model` (shapes inferred) with its constant computations folded."""
+    folded = ModelProto()
+    folded.CopyFrom(model)
+    graph = folded.graph
+    infos = {v.name: v for v in (*graph.input, *graph.value_info, *graph.output)}
+    constants = _Constants({t.name: t for t in graph.initializer})
+    graph_inputs = {i.name for i in graph.input}
+    outputs = {o.name for o in graph.output}
+    opset = list(folded.opset_import)
+    kept: list[NodeProto] = []
+    new_constants: dict[str, np.ndarray] = {}
+    for node in graph.node:
+        results = _fold(node, constants, infos, opset)
+        if results is None or any(name in outputs for name in node.output):
+            kept.append(node)
+            continue
+        for name, array in zip(node.output, results):
+            if name:
+                constants[name] = new_constants[name] = array
+    if not new_constants:
+        return folded
+    del graph.node[:]
+    graph.node.extend(kept)
+    used = {name for node in kept for name in node.input} | outputs
+    for node in kept:  # names used inside subgraphs count too
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                used |= {n for sub in attr.g.node for n in sub.input}
+    for name, array in new_constants.items():
+        if name in used:
+            graph.initializer.append(numpy_helper.from_array(np.asarray(array, order="C"), name))
+    alive = [t for t in graph.initializer if t.name in used or t.name in graph_inputs]
+    del graph.initializer[:]
+    graph.initializer.extend(alive)
+    still_known = {v.name for v in graph.value_info if v.name not in new_constants}
+    infos_left = [v for v in graph.value_info if v.name in still_known]
+    del graph.value_info[:]
+    graph.value_info.extend(infos_left)
+    return folded
+
+
+class _Constants(dict):
+    """Constant name -> array; initializers are converted on first use (weights can be large
+    and most are never an input of a foldable node)."""
+
+    def __init__(self, initializers: dict[str, TensorProto]) -> None:
+        super().__init__()
+        self._initializers = initializers
+
+    def __contains__(self, name: object) -> bool:
+        return super().__contains__(name) or name in self._initializers
+
+    def __missing__(self, name: str) -> np.ndarray:
+        array = self[name] = numpy_helper.to_array(self._initializers[name])
+        return array
+
+
+def _fold(node: NodeProto, constants: _Constants,
+          infos: dict[str, onnx.ValueInfoProto], opset: list) -> list[np.ndarray] | None:
+    """The node's results if it can be folded, else None."""
+    if node.domain not in _DEFAULT_DOMAINS or node.op_type in NONDETERMINISTIC:
+        return None
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+           for a in node.attribute):
+        return None
+    if node.op_type == "Constant":
+        return _constant_value(node)
+    if node.op_type in ("Shape", "Size") and node.input:
+        shape = _static_shape(infos.get(node.input[0]))
+        if node.input[0] in constants:
+            shape = constants[node.input[0]].shape
+        if shape is None:
+            return None
+        if node.op_type == "Size":
+            return [np.array(int(np.prod(shape)), dtype=np.int64)]
+        return [_shape_of(node, shape)]
+    if any(name and name not in constants for name in node.input):
+        return None
+    inputs = [constants[name] if name else None for name in node.input]
+    try:
+        results = _evaluate(node, inputs, opset)
+    except Exception:  # the reference implementation cannot run it: leave it to the importer
+        return None
+    if any(np.asarray(r).size > MAX_FOLDED_ELEMENTS for r in results):
+        return None
+    return [np.asarray(r) for r in results]
