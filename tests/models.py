@@ -10,7 +10,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 
 def make_model(nodes, inputs: dict[str, Sequence[int]], outputs: dict[str, Sequence[int]],
-               initializers: dict[str, np.ndarray] | None = None) -> onnx.ModelProto:
+               initializers: dict[str, np.ndarray] | None = None,
+               opset: int = 17) -> onnx.ModelProto:
     graph = helper.make_graph(
         nodes,
         "test",
@@ -18,7 +19,7 @@ def make_model(nodes, inputs: dict[str, Sequence[int]], outputs: dict[str, Seque
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in outputs.items()],
         [numpy_helper.from_array(v.astype(np.float32), n) for n, v in (initializers or {}).items()],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 10
     return model
 

@@ -18,6 +18,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import IO, ClassVar
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects import math as xmath
@@ -51,9 +52,12 @@ _CMPF = {"oeq": "==", "one": "!=", "olt": "<", "ole": "<=", "ogt": ">", "oge": "
 _CALLS = {
     xmath.ExpOp: "expf", xmath.TanhOp: "tanhf", xmath.LogOp: "logf", xmath.SqrtOp: "sqrtf",
     xmath.AbsFOp: "fabsf", xmath.ErfOp: "erff", xmath.PowFOp: "powf", xmath.FloorOp: "floorf",
-    xmath.CeilOp: "ceilf", xmath.RsqrtOp: "rsqrtf", arith.MaximumfOp: "fmaxf",
+    xmath.CeilOp: "ceilf", xmath.RsqrtOp: "rsqrtf", xmath.Log1pOp: "log1pf",
+    xmath.ExpM1Op: "expm1f", arith.MaximumfOp: "fmaxf",
     arith.MinimumfOp: "fminf", arith.MaxnumfOp: "fmaxf", arith.MinnumfOp: "fminf",
 }
+_SHUFFLES = {"xor": "__shfl_xor_sync", "down": "__shfl_down_sync", "up": "__shfl_up_sync",
+             "idx": "__shfl_sync"}
 _PURE = (*_BINARY, arith.CmpiOp, arith.CmpfOp, arith.SelectOp, arith.NegfOp,
          arith.ConstantOp, arith.IndexCastOp, *_CALLS)
 
@@ -76,7 +80,7 @@ def float_literal(value: float) -> str:
     if math.isnan(value) or math.isinf(value):
         bits = struct.unpack("<I", struct.pack("<f", value))[0]
         return f"__int_as_float(0x{bits:08x})"
-    text = repr(float(value))
+    text = str(np.float32(value))  # the shortest text that reads back as this float
     return f"{text}f" if ("." in text or "e" in text) else f"{text}.0f"
 
 
@@ -268,6 +272,10 @@ class _KernelPrinter:
                 self.emit(f"{shared}{c_type(op.result.type.element_type)} {name}{dims};")
             case tmgpu.BarrierOp():
                 self.emit("__syncthreads();")
+            case tmgpu.ShuffleOp():  # a warp-wide statement, always in program order
+                width = f", {op.width.data}" if op.width.data != 32 else ""
+                self.bind(op.result, f"{_SHUFFLES[op.mode.data]}(0xffffffffu, "
+                                     f"{_strip(self.expr(op.value))}, {op.offset.data}{width})")
             case memref.LoadOp():
                 if not self.inlined(op.res):
                     self.bind(op.res, self.access(op.memref, op.indices))

@@ -9,14 +9,20 @@ text.
     func.func @main(%x: tensor<8x784xf32>) -> tensor<8x10xf32> {
       %w = graph.weight "fc.weight" : tensor<10x784xf32>
       %b = graph.weight "fc.bias" : tensor<10xf32>
-      %y = graph.matmul %x, %w, %b {transpose_b} : (...) -> tensor<8x10xf32>
-      %z = graph.relu %y : tensor<8x10xf32>
+      %y = graph.matmul %x, %w, %b {transpose_rhs} : (...) -> tensor<8x10xf32>
+      %z = graph.leaky_relu %y {alpha = 1.000000e-01 : f32} : tensor<8x10xf32>
       func.return %z : tensor<8x10xf32>
     }
+
+Elementwise ops are one op per function, as ONNX has them: unary ops keep their operand's
+type and carry their parameters as f32 properties (``graph.clip %x {min = 0.0 : f32}``),
+binary ops (``graph.add``, ``graph.pow``) and variadic ones (``graph.max %a, %b, %c``)
+broadcast numpy-style.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -26,7 +32,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
 )
-from xdsl.ir import Attribute, Dialect
+from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
@@ -39,6 +45,7 @@ from xdsl.irdl import (
     prop_def,
     result_def,
     traits_def,
+    var_operand_def,
 )
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
@@ -85,6 +92,20 @@ class WeightOp(IRDLOperation):
         tensor_shape(self.result.type, f"weight '{self.weight_name.data}'")
 
 
+def verify_broadcast(operands: Sequence[tuple[str, Attribute]], result: Attribute) -> None:
+    """The result is the numpy broadcast of the (name, type) operands, all one element type."""
+    shapes = [tensor_shape(type, what) for what, type in operands]
+    out = tensor_shape(result, "result")
+    expected = broadcast_shapes(*shapes)
+    if out != expected:
+        raise VerifyException(
+            f"result shape {list(out)} does not match broadcast shape {list(expected)}"
+        )
+    types = {t.get_element_type() for t in (*(type for _, type in operands), result)}
+    if len(types) != 1:
+        raise VerifyException("operands and result must have the same element type")
+
+
 class BinaryElementwiseOp(IRDLOperation):
     """``lhs <op> rhs`` with numpy broadcasting."""
 
@@ -98,17 +119,7 @@ class BinaryElementwiseOp(IRDLOperation):
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
 
     def verify_(self) -> None:
-        lhs = tensor_shape(self.lhs.type, "lhs")
-        rhs = tensor_shape(self.rhs.type, "rhs")
-        out = tensor_shape(self.result.type, "result")
-        expected = broadcast_shapes(lhs, rhs)
-        if out != expected:
-            raise VerifyException(
-                f"result shape {list(out)} does not match broadcast shape {list(expected)}"
-            )
-        types = {t.get_element_type() for t in (self.lhs.type, self.rhs.type, self.result.type)}
-        if len(types) != 1:
-            raise VerifyException("operands and result must have the same element type")
+        verify_broadcast([("lhs", self.lhs.type), ("rhs", self.rhs.type)], self.result.type)
 
 
 @irdl_op_definition
@@ -131,35 +142,230 @@ class DivOp(BinaryElementwiseOp):
     name = "graph.div"
 
 
+@irdl_op_definition
+class PowOp(BinaryElementwiseOp):
+    """``lhs ** rhs`` (ONNX ``Pow``)."""
+
+    name = "graph.pow"
+
+
+class VariadicElementwiseOp(IRDLOperation):
+    """A function of one or more tensors, all broadcast numpy-style to the result."""
+
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$inputs attr-dict `:` functional-type($inputs, $result)"
+
+    def __init__(self, inputs: Sequence[SSAValue], result_type: TensorType) -> None:
+        super().__init__(operands=[list(inputs)], result_types=[result_type])
+
+    def verify_(self) -> None:
+        if not self.inputs:
+            raise VerifyException("expected at least one input")
+        verify_broadcast([(f"input #{i}", v.type) for i, v in enumerate(self.inputs)],
+                         self.result.type)
+
+
+@irdl_op_definition
+class MaxOp(VariadicElementwiseOp):
+    """The largest input element; NaN if any is NaN (ONNX ``Max``, numpy ``maximum``)."""
+
+    name = "graph.max"
+
+
+@irdl_op_definition
+class MinOp(VariadicElementwiseOp):
+    """The smallest input element; NaN if any is NaN (ONNX ``Min``, numpy ``minimum``)."""
+
+    name = "graph.min"
+
+
+@irdl_op_definition
+class SumOp(VariadicElementwiseOp):
+    """The sum of the input elements (ONNX ``Sum``)."""
+
+    name = "graph.sum"
+
+
+@irdl_op_definition
+class MeanOp(VariadicElementwiseOp):
+    """The mean of the input elements (ONNX ``Mean``)."""
+
+    name = "graph.mean"
+
+
 class UnaryElementwiseOp(IRDLOperation):
-    """An elementwise function of one tensor; the result has the operand's type."""
+    """An elementwise function of one tensor; the result has the operand's type.
+
+    Parameters are f32 (or string) properties, printed in the attribute dictionary:
+    ``graph.leaky_relu %x {alpha = 1.000000e-01 : f32} : tensor<4xf32>``.
+    """
 
     T: ClassVar = VarConstraint("T", AnyAttr())
     input = operand_def(T)
     result = result_def(T)
     traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input)"
 
-    def __init__(self, input) -> None:
-        super().__init__(operands=[input], result_types=[input.type])
+    def __init__(self, input, **params: float | str | None) -> None:
+        """`params`: property values; floats become f32 attributes, None leaves one out."""
+        properties: dict[str, Attribute] = {
+            name: StringAttr(value) if isinstance(value, str) else FloatAttr(value, Float32Type())
+            for name, value in params.items() if value is not None
+        }
+        super().__init__(operands=[input], result_types=[input.type], properties=properties)
+
+    def parameters(self) -> dict[str, float | str]:
+        """The op's properties as Python values, e.g. ``{"alpha": 0.1}`` (f32-rounded)."""
+        return {name: attr.value.data if isinstance(attr, FloatAttr) else attr.data
+                for name, attr in self.properties.items()
+                if isinstance(attr, FloatAttr | StringAttr)}
 
     def verify_(self) -> None:
         tensor_shape(self.input.type, "input")
+        for name, attr in self.properties.items():
+            if isinstance(attr, FloatAttr) and not isinstance(attr.type, Float32Type):
+                raise VerifyException(f"{name} must be an f32 float, got {attr.type}")
 
 
 @irdl_op_definition
 class ReluOp(UnaryElementwiseOp):
+    """``max(x, 0)``; NaN stays NaN."""
+
     name = "graph.relu"
 
 
 @irdl_op_definition
 class SigmoidOp(UnaryElementwiseOp):
+    """``1 / (1 + exp(-x))``."""
+
     name = "graph.sigmoid"
 
 
 @irdl_op_definition
 class TanhOp(UnaryElementwiseOp):
     name = "graph.tanh"
+
+
+@irdl_op_definition
+class ExpOp(UnaryElementwiseOp):
+    name = "graph.exp"
+
+
+@irdl_op_definition
+class LogOp(UnaryElementwiseOp):
+    """The natural logarithm."""
+
+    name = "graph.log"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryElementwiseOp):
+    name = "graph.sqrt"
+
+
+@irdl_op_definition
+class ReciprocalOp(UnaryElementwiseOp):
+    """``1 / x``."""
+
+    name = "graph.reciprocal"
+
+
+@irdl_op_definition
+class NegOp(UnaryElementwiseOp):
+    """``-x``."""
+
+    name = "graph.neg"
+
+
+@irdl_op_definition
+class AbsOp(UnaryElementwiseOp):
+    name = "graph.abs"
+
+
+@irdl_op_definition
+class ErfOp(UnaryElementwiseOp):
+    """The error function."""
+
+    name = "graph.erf"
+
+
+@irdl_op_definition
+class SoftplusOp(UnaryElementwiseOp):
+    """``log(1 + exp(x))``."""
+
+    name = "graph.softplus"
+
+
+@irdl_op_definition
+class HardSwishOp(UnaryElementwiseOp):
+    """``x * max(0, min(1, x / 6 + 1 / 2))``."""
+
+    name = "graph.hard_swish"
+
+
+@irdl_op_definition
+class LeakyReluOp(UnaryElementwiseOp):
+    """``x < 0 ? alpha * x : x``."""
+
+    name = "graph.leaky_relu"
+    alpha = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class HardSigmoidOp(UnaryElementwiseOp):
+    """``max(0, min(1, alpha * x + beta))``."""
+
+    name = "graph.hard_sigmoid"
+    alpha = prop_def(FloatAttr)
+    beta = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class EluOp(UnaryElementwiseOp):
+    """``x < 0 ? alpha * (exp(x) - 1) : x``."""
+
+    name = "graph.elu"
+    alpha = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class SeluOp(UnaryElementwiseOp):
+    """``gamma * (x <= 0 ? alpha * (exp(x) - 1) : x)``."""
+
+    name = "graph.selu"
+    alpha = prop_def(FloatAttr)
+    gamma = prop_def(FloatAttr)
+
+
+GELU_APPROXIMATIONS = ("none", "tanh")
+
+
+@irdl_op_definition
+class GeluOp(UnaryElementwiseOp):
+    """``x / 2 * (1 + erf(x / sqrt(2)))``; with ``approximate = "tanh"``,
+    ``x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))``."""
+
+    name = "graph.gelu"
+    approximate = opt_prop_def(StringAttr)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.approximate is not None and self.approximate.data not in GELU_APPROXIMATIONS:
+            raise VerifyException(f"approximate must be \"none\" or \"tanh\", "
+                                  f"got \"{self.approximate.data}\"")
+
+
+@irdl_op_definition
+class ClipOp(UnaryElementwiseOp):
+    """``min(max(x, min), max)``: a missing bound is no bound, NaN stays NaN, and
+    ``min > max`` gives ``max`` everywhere (ONNX ``Clip``, numpy ``clip``)."""
+
+    name = "graph.clip"
+    lower = opt_prop_def(FloatAttr, prop_name="min")
+    upper = opt_prop_def(FloatAttr, prop_name="max")
 
 
 @irdl_op_definition
@@ -260,15 +466,15 @@ class MatmulOp(IRDLOperation):
                 )
 
 
+UNARY_OPS: tuple[type[UnaryElementwiseOp], ...] = (
+    ReluOp, SigmoidOp, TanhOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, NegOp, AbsOp, ErfOp,
+    SoftplusOp, HardSwishOp, LeakyReluOp, HardSigmoidOp, EluOp, SeluOp, GeluOp, ClipOp,
+)
+BINARY_OPS: tuple[type[BinaryElementwiseOp], ...] = (AddOp, SubOp, MulOp, DivOp, PowOp)
+VARIADIC_OPS: tuple[type[VariadicElementwiseOp], ...] = (MaxOp, MinOp, SumOp, MeanOp)
+
 Graph = Dialect(
     "graph",
-    [WeightOp, AddOp, SubOp, MulOp, DivOp, ReluOp, SigmoidOp, TanhOp, MatmulOp],
+    [WeightOp, *BINARY_OPS, *VARIADIC_OPS, *UNARY_OPS, MatmulOp],
     [],
 )
-
-BINARY_OPS: dict[str, type[BinaryElementwiseOp]] = {
-    "add": AddOp, "sub": SubOp, "mul": MulOp, "div": DivOp,
-}
-UNARY_OPS: dict[str, type[UnaryElementwiseOp]] = {
-    "relu": ReluOp, "sigmoid": SigmoidOp, "tanh": TanhOp,
-}

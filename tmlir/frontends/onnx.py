@@ -17,9 +17,10 @@ or value at fault.
 
 from __future__ import annotations
 
+import math
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,17 +35,40 @@ from tmlir.dialects import graph
 from tmlir.frontends.onnx_fold import fold_constants
 
 SUPPORTED_OPS: tuple[str, ...] = (
-    "Add", "Constant", "Div", "Gemm", "Identity", "MatMul", "Mul", "Relu", "Sigmoid", "Sub",
-    "Tanh",
+    "Abs", "Add", "Clip", "Constant", "Div", "Elu", "Erf", "Exp", "Gelu", "Gemm", "HardSigmoid",
+    "HardSwish", "Identity", "LeakyRelu", "Log", "MatMul", "Max", "Mean", "Min", "Mul", "Neg",
+    "Pow", "Reciprocal", "Relu", "Selu", "Sigmoid", "Softplus", "Sqrt", "Sub", "Sum", "Tanh",
 )
-_BINARY = {"Add": graph.AddOp, "Sub": graph.SubOp, "Mul": graph.MulOp, "Div": graph.DivOp}
-_UNARY = {"Relu": graph.ReluOp, "Sigmoid": graph.SigmoidOp, "Tanh": graph.TanhOp}
+_BINARY = {"Add": graph.AddOp, "Sub": graph.SubOp, "Mul": graph.MulOp, "Div": graph.DivOp,
+           "Pow": graph.PowOp}
+_VARIADIC = {"Max": graph.MaxOp, "Min": graph.MinOp, "Sum": graph.SumOp, "Mean": graph.MeanOp}
+_UNARY: dict[str, tuple[type[graph.UnaryElementwiseOp], dict[str, float | str]]] = {
+    # op type -> graph op, ONNX defaults of its attributes (which become its properties)
+    "Relu": (graph.ReluOp, {}), "Sigmoid": (graph.SigmoidOp, {}), "Tanh": (graph.TanhOp, {}),
+    "Exp": (graph.ExpOp, {}), "Log": (graph.LogOp, {}), "Sqrt": (graph.SqrtOp, {}),
+    "Reciprocal": (graph.ReciprocalOp, {}), "Neg": (graph.NegOp, {}), "Abs": (graph.AbsOp, {}),
+    "Erf": (graph.ErfOp, {}), "Softplus": (graph.SoftplusOp, {}),
+    "HardSwish": (graph.HardSwishOp, {}),
+    "LeakyRelu": (graph.LeakyReluOp, {"alpha": 0.01}),
+    "HardSigmoid": (graph.HardSigmoidOp, {"alpha": 0.2, "beta": 0.5}),
+    "Elu": (graph.EluOp, {"alpha": 1.0}),
+    "Selu": (graph.SeluOp, {"alpha": 1.67326319217681884765625,
+                            "gamma": 1.05070102214813232421875}),
+    "Gelu": (graph.GeluOp, {"approximate": "none"}),
+}
 _DEFAULT_DOMAINS = ("", "ai.onnx")
-_INT, _FLOAT = AttributeProto.INT, AttributeProto.FLOAT
+_INT, _FLOAT, _STRING = AttributeProto.INT, AttributeProto.FLOAT, AttributeProto.STRING
 _ATTRIBUTES: dict[str, dict[str, int]] = {  # op type -> supported attribute -> its type
     "Gemm": {"transA": _INT, "transB": _INT, "alpha": _FLOAT, "beta": _FLOAT},
     "Constant": {"value": AttributeProto.TENSOR, "value_float": _FLOAT,
                  "value_floats": AttributeProto.FLOATS},
+    "Clip": {"min": _FLOAT, "max": _FLOAT},  # before opset 11; then they are inputs
+    **{op: {name: _STRING if isinstance(value, str) else _FLOAT
+            for name, value in defaults.items()} for op, (_, defaults) in _UNARY.items()},
+}
+_CHOICES: dict[tuple[str, str], tuple[object, ...]] = {  # the values an attribute may take
+    ("Gemm", "transA"): (0, 1), ("Gemm", "transB"): (0, 1),
+    ("Gelu", "approximate"): graph.GELU_APPROXIMATIONS,
 }
 
 
@@ -102,12 +126,20 @@ def _static_type(
 
 def _value_type(infos: dict[str, onnx.ValueInfoProto], name: str, what: str) -> TensorType:
     info = infos.get(name)
-    if info is None or not info.type.HasField("tensor_type"):
-        raise FrontendError(f"{what}: type is unknown (not a tensor, or shape inference "
-                            "could not determine it)")
+    kind = info.type.WhichOneof("value") if info is not None else None
+    if kind not in (None, "tensor_type"):
+        raise FrontendError(f"{what}: {_type_kind(kind)}, not a tensor (only tensors are supported)")
+    if info is None or kind is None:
+        raise FrontendError(f"{what}: type is unknown (shape inference could not determine it)")
     tensor = info.type.tensor_type
     return _static_type(tensor.elem_type,
                         tensor.shape.dim if tensor.HasField("shape") else None, what)
+
+
+def _type_kind(kind: str) -> str:
+    """``sequence_type`` -> ``a sequence``, ``optional_type`` -> ``an optional``."""
+    word = kind.removesuffix("_type").replace("_", " ")
+    return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
 
 
 def _node_label(node: NodeProto, index: int) -> str:
@@ -124,11 +156,13 @@ def _attributes(node: NodeProto, label: str) -> dict[str, object]:
         if attr.type != allowed[attr.name]:
             expected = AttributeProto.AttributeType.Name(allowed[attr.name])
             raise FrontendError(f"{label}: attribute '{attr.name}' must be {expected}")
-        found[attr.name] = onnx.helper.get_attribute_value(attr)
-    for flag in ("transA", "transB"):
-        if found.get(flag, 0) not in (0, 1):
-            raise FrontendError(f"{label}: unsupported value {found[flag]} of attribute "
-                                f"'{flag}' (expected 0 or 1)")
+        value = onnx.helper.get_attribute_value(attr)
+        found[attr.name] = value.decode(errors="replace") if isinstance(value, bytes) else value
+        choices = _CHOICES.get((node.op_type, attr.name))
+        if choices is not None and found[attr.name] not in choices:
+            expected = " or ".join(map(repr, choices))
+            raise FrontendError(f"{label}: unsupported value {found[attr.name]!r} of attribute "
+                                f"'{attr.name}' (expected {expected})")
     if node.op_type == "Constant" and len(found) != 1:
         raise FrontendError(f"{label}: expected exactly one of the attributes "
                             f"{', '.join(map(repr, allowed))}")
@@ -149,6 +183,64 @@ def _load(model: onnx.ModelProto | bytes | str | os.PathLike[str],
         raise FrontendError(f"cannot parse ONNX model from '{where}': not an ONNX model "
                             "(it has no graph)")
     return proto
+
+
+def load_model(model: onnx.ModelProto | bytes | str | os.PathLike[str],
+               source: str | None = None) -> onnx.ModelProto:
+    """The ModelProto of a model given as one, as serialized bytes or as a file path."""
+    return _load(model, source)
+
+
+Dim = int | str | None
+"""A declared dimension: its size, the name of a symbolic one (``"batch"``), or None."""
+
+
+def declared_inputs(model: onnx.ModelProto) -> list[tuple[str, tuple[Dim, ...] | None]]:
+    """The model's inputs (initializers excluded) and their declared dims (None: no shape)."""
+    initializers = {t.name for t in model.graph.initializer}
+    inputs = []
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        tensor = value.type.tensor_type
+        dims = None
+        if value.type.HasField("tensor_type") and tensor.HasField("shape"):
+            dims = tuple(d.dim_value if d.HasField("dim_value")
+                         else d.dim_param if d.HasField("dim_param") else None
+                         for d in tensor.shape.dim)
+        inputs.append((value.name, dims))
+    return inputs
+
+
+def _specialize(proto: onnx.ModelProto, shapes: Mapping[str, Sequence[int]]) -> onnx.ModelProto:
+    """A copy of `proto` whose inputs named in `shapes` have those static dims."""
+    declared = dict(declared_inputs(proto))
+    kinds = {v.name: v.type.WhichOneof("value") for v in proto.graph.input}
+    for name, shape in shapes.items():
+        if name not in declared:
+            raise FrontendError(f"input shape given for '{name}', which is not a model input "
+                                f"(inputs: {', '.join(declared) or 'none'})")
+        if kinds[name] != "tensor_type":
+            kind = _type_kind(kinds[name]) if kinds[name] else "of unknown type"
+            raise FrontendError(f"input '{name}': {kind}, not a tensor (only tensors are supported)")
+        dims = declared[name]
+        shape = tuple(int(d) for d in shape)
+        if any(d < 0 for d in shape):
+            raise FrontendError(f"input '{name}': shape {list(shape)} has a negative dimension")
+        if dims is not None and (len(dims) != len(shape) or any(
+                isinstance(d, int) and d > 0 and d != n for d, n in zip(dims, shape))):
+            pretty = [d if d is not None else "?" for d in dims]
+            raise FrontendError(f"input '{name}': shape {list(shape)} does not match the "
+                                f"declared shape {pretty}")
+    specialized = onnx.ModelProto()
+    specialized.CopyFrom(proto)
+    for value in specialized.graph.input:
+        if value.name in shapes:
+            tensor_shape = value.type.tensor_type.shape
+            tensor_shape.ClearField("dim")
+            for n in shapes[value.name]:
+                tensor_shape.dim.add().dim_value = int(n)
+    return specialized
 
 
 def _initializer_type(tensor: TensorProto) -> TensorType:
@@ -205,8 +297,9 @@ def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
 class _GraphImporter:
     """Builds the body of ``@main`` node by node; ``values`` maps ONNX names to SSA values."""
 
-    def __init__(self, graph_proto: onnx.GraphProto, base_dir: str) -> None:
+    def __init__(self, graph_proto: onnx.GraphProto, base_dir: str, opset: int) -> None:
         self.graph, self.base_dir = graph_proto, base_dir  # base_dir: of external data
+        self.opset = opset  # of the default domain
         self.initializers = {t.name: t for t in graph_proto.initializer}
         self.infos = {v.name: v for v in (*graph_proto.input, *graph_proto.value_info,
                                           *graph_proto.output)}
@@ -241,14 +334,15 @@ class _GraphImporter:
     def value(self, name: str) -> SSAValue:
         """The SSA value of an ONNX value name; an initializer becomes a weight on first use."""
         if name not in self.values:
-            tensor = self.initializers[name]  # _check_graph made sure it is one
-            try:
-                array = numpy_helper.to_array(tensor, self.base_dir)
-            except Exception as exc:  # e.g. external data that was not loaded
-                raise FrontendError(f"initializer '{name}': cannot read its data: "
-                                    f"{_one_line(exc)}") from exc
-            self.add_weight(name, array)
+            self.add_weight(name, self.initializer_array(name))  # _check_graph: it is one
         return self.values[name]
+
+    def initializer_array(self, name: str) -> np.ndarray:
+        try:
+            return numpy_helper.to_array(self.initializers[name], self.base_dir)
+        except Exception as exc:  # e.g. external data that was not loaded
+            raise FrontendError(f"initializer '{name}': cannot read its data: "
+                                f"{_one_line(exc)}") from exc
 
     def add_weight(self, name: str, array: np.ndarray) -> None:
         """A ``graph.weight`` for `array` (_check_graph made sure that it is float32)."""
@@ -257,13 +351,17 @@ class _GraphImporter:
 
     def define(self, name: str, op: Operation) -> None:
         """Append `op`, the definition of the ONNX value `name`, and verify it."""
-        op.results[0].name_hint = sanitize_name(name)
+        self.values[name] = self.append(op, name)
+
+    def append(self, op: Operation, hint: str) -> SSAValue:
+        """Append `op` with the SSA name hint of `hint`, verify it, and return its result."""
+        op.results[0].name_hint = sanitize_name(hint)
         self.block.add_op(op)
         try:
             op.verify()
         except VerifyException as exc:
             raise FrontendError(f"{self.label}: {_one_line(exc)}") from exc
-        self.values[name] = op.results[0]
+        return op.results[0]
 
     def result_type(self, node: NodeProto) -> TensorType:
         name = node.output[0]
@@ -271,14 +369,17 @@ class _GraphImporter:
 
     def inputs(self, node: NodeProto, required: int, optional: int = 0) -> list[SSAValue | None]:
         """The node's operands; missing optional ones (absent or ``""``) are None."""
+        return [self.value(n) if n else None for n in self.input_names(node, required, optional)]
+
+    def input_names(self, node: NodeProto, required: int, optional: int = 0) -> list[str]:
+        """The node's input names, checked and padded with ``""`` to required + optional."""
         names = list(node.input)
         while names and not names[-1]:
             names.pop()
         if not required <= len(names) <= required + optional or "" in names[:required]:
             count = f"{required}" + (f" to {required + optional}" if optional else "")
             raise FrontendError(f"{self.label}: expected {count} inputs, got {len(names)}")
-        values = [self.value(n) if n else None for n in names]
-        return values + [None] * (required + optional - len(values))
+        return names + [""] * (required + optional - len(names))
 
     # -- one converter per op type ---------------------------------------------------------
 
@@ -286,7 +387,9 @@ class _GraphImporter:
         table: dict[str, Callable[[NodeProto], None]] = {
             "MatMul": self.matmul, "Gemm": self.gemm, "Identity": self.identity,
             "Constant": self.constant,
+            "Clip": self.clip,
             **{op: self.binary for op in _BINARY}, **{op: self.unary for op in _UNARY},
+            **{op: self.variadic for op in _VARIADIC},
         }
         assert set(table) == set(SUPPORTED_OPS)
         return table
@@ -297,7 +400,63 @@ class _GraphImporter:
 
     def unary(self, node: NodeProto) -> None:
         (x,) = self.inputs(node, 1)
-        self.define(node.output[0], _UNARY[node.op_type](x))
+        op_type, defaults = _UNARY[node.op_type]
+        params = {**defaults, **_attributes(node, self.label)}
+        if params.get("approximate") == "none":  # graph.gelu's default
+            del params["approximate"]
+        self.define(node.output[0], op_type(x, **params))
+
+    def variadic(self, node: NodeProto) -> None:
+        """Max, Min, Sum, Mean of one or more inputs; of one input, that input."""
+        inputs = self.inputs(node, max(len(node.input), 1))
+        if len(inputs) == 1:
+            self.values[node.output[0]] = inputs[0]
+        else:
+            self.define(node.output[0],
+                        _VARIADIC[node.op_type](inputs, self.result_type(node)))
+
+    def clip(self, node: NodeProto) -> None:
+        """``graph.clip`` with the constant bounds; a bound computed at run time (a graph
+        input, say) becomes a ``graph.max`` / ``graph.min`` with it instead."""
+        attrs = _attributes(node, self.label)
+        if self.opset >= 11 and attrs:
+            raise FrontendError(f"{self.label}: attribute '{next(iter(attrs))}' is not allowed "
+                                "since opset 11, where the bounds are inputs")
+        if self.opset < 11:
+            (x,) = self.inputs(node, 1)
+            bounds: list[float | SSAValue | None] = [attrs.get("min"), attrs.get("max")]
+        else:
+            name, *bound_names = self.input_names(node, 1, optional=2)
+            x = self.value(name)
+            bounds = [self.clip_bound(b, x, what) for b, what in zip(bound_names, ("min", "max"))]
+        lower, upper = bounds
+        constant = {k: v for k, v in (("min", lower), ("max", upper)) if isinstance(v, float)}
+        # max(x, run-time lower), clip to the constant bounds, min(., run-time upper): the
+        # order min(max(x, lower), upper), since a bound is either constant or run-time.
+        steps: list[Operation] = []
+        if isinstance(lower, SSAValue):
+            steps.append(graph.MaxOp([x, lower], x.type))
+        if constant:
+            steps.append(graph.ClipOp(steps[-1].results[0] if steps else x, **constant))
+        if isinstance(upper, SSAValue):
+            steps.append(graph.MinOp([steps[-1].results[0] if steps else x, upper], x.type))
+        out = node.output[0]
+        for index, op in enumerate(steps):  # a first of two steps applies the lower bound
+            self.append(op, out if index == len(steps) - 1 else f"{out}_lower")
+        self.values[out] = steps[-1].results[0] if steps else x  # no bounds: x itself
+
+    def clip_bound(self, name: str, x: SSAValue, what: str) -> float | SSAValue | None:
+        """A Clip bound: its value if it is an initializer, else its SSA value (a graph input
+        or a computed value); None if absent."""
+        if not name:
+            return None
+        array = self.initializer_array(name) if name in self.initializers else None
+        value = self.value(name) if array is None else None
+        shape = array.shape if array is not None else tuple(value.type.get_shape())
+        if math.prod(shape) != 1 or len(shape) > len(x.type.get_shape()):
+            raise FrontendError(f"{self.label}: bound '{what}' must be a scalar, "
+                                f"got shape {list(shape)}")
+        return float(array.reshape(())) if array is not None else value
 
     def identity(self, node: NodeProto) -> None:
         (self.values[node.output[0]],) = self.inputs(node, 1)
@@ -340,18 +499,22 @@ class _GraphImporter:
 
 
 def import_onnx(
-    model: onnx.ModelProto | bytes | str | os.PathLike[str], *, source: str | None = None
+    model: onnx.ModelProto | bytes | str | os.PathLike[str], *, source: str | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> ImportedModel:
     """Import an ONNX model given as a ModelProto, its serialized bytes, or a file path.
 
     `source` names the model in error messages and in the module's ``graph.source``
     attribute, and its folder holds any external data; it defaults to the path when `model`
-    is one. Raises FrontendError for
-    anything the frontend cannot import; the returned module is verified.
+    is one. `input_shapes` fixes the shapes of inputs with symbolic (or any) dimensions,
+    by input name; a shape that contradicts a declared static dim is an error. Raises
+    FrontendError for anything the frontend cannot import; the returned module is verified.
     """
     if source is None and isinstance(model, str | os.PathLike):
         source = os.fspath(model)
     proto = _load(model, source)
+    if input_shapes:
+        proto = _specialize(proto, input_shapes)
     try:
         inferred = _infer_shapes(proto)
     except FrontendError:
@@ -363,7 +526,9 @@ def import_onnx(
     if len(folded.graph.node) != len(inferred.graph.node):
         inferred = _infer_shapes(folded)
     _check_graph(inferred.graph)
-    importer = _GraphImporter(inferred.graph, os.path.dirname(source or ""))
+    opset = max((o.version for o in inferred.opset_import if o.domain in _DEFAULT_DOMAINS),
+                default=1)
+    importer = _GraphImporter(inferred.graph, os.path.dirname(source or ""), opset)
     function, input_names = importer.run()
     module = ModuleOp([function])
     if source is not None:

@@ -2,7 +2,8 @@
 
 In: a ``func.func`` of ``graph`` ops on tensors. Out: one ``tm.kernel`` per operator,
 built by its schedule template (``graph.matmul`` → the SIMT matmul template, elementwise
-ops → the elementwise/broadcast template), and a host ``func.func`` on memrefs that
+ops → the elementwise/broadcast template with the per-element function of
+``tmlir/schedules/elementwise_functions.py``), and a host ``func.func`` on memrefs that
 allocates intermediates (``tm.alloc global``), names weights (``tm.weight``) and
 launches the kernels in order. Outputs become trailing function arguments written by
 the kernels (destination passing); an output that no kernel writes (an input or a
@@ -12,12 +13,11 @@ weight returned as is) gets a copy kernel. Only float32 tensors are supported.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func
-from xdsl.dialects import math as xmath
+from xdsl.dialects import func
 from xdsl.dialects.builtin import Float32Type, FunctionType, MemRefType, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -27,6 +27,7 @@ from tmlir.dialects import graph, tm
 from tmlir.schedules.builder import IRBuilder
 from tmlir.schedules.common import f32_memref
 from tmlir.schedules.elementwise import ElementFunction, elementwise_kernel
+from tmlir.schedules.elementwise_functions import element_function
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
 
 
@@ -35,30 +36,6 @@ def buffer_type(type: TensorType) -> MemRefType:
     if type.get_element_type() != Float32Type():
         raise PassFailedException(f"only float32 tensors are supported, got {type}")
     return f32_memref(type.get_shape() or (1,))
-
-
-def _relu(b: IRBuilder, x: SSAValue) -> SSAValue:
-    zero = b.f32(0.0)
-    positive = b.insert(arith.CmpfOp(x, zero, "ogt")).results[0]
-    return b.fop(arith.SelectOp, positive, x, zero)
-
-
-def _sigmoid(b: IRBuilder, x: SSAValue) -> SSAValue:
-    e = b.fop(xmath.ExpOp, b.fop(arith.NegfOp, x))
-    return b.fop(arith.DivfOp, b.f32(1.0), b.fop(arith.AddfOp, b.f32(1.0), e))
-
-
-UNARY: dict[type[Operation], tuple[str, Callable[[IRBuilder, SSAValue], SSAValue]]] = {
-    graph.ReluOp: ("relu(x0)", _relu),
-    graph.SigmoidOp: ("sigmoid(x0)", _sigmoid),
-    graph.TanhOp: ("tanh(x0)", lambda b, x: b.fop(xmath.TanhOp, x)),
-}
-BINARY: dict[type[Operation], tuple[str, type[Operation]]] = {
-    graph.AddOp: ("x0 + x1", arith.AddfOp),
-    graph.SubOp: ("x0 - x1", arith.SubfOp),
-    graph.MulOp: ("x0 * x1", arith.MulfOp),
-    graph.DivOp: ("x0 / x1", arith.DivfOp),
-}
 
 
 @dataclass
@@ -152,12 +129,9 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int]) -> None:
                 state.kernel_name(op), problem, MatmulSimtParams.default_for(problem)
             )
             state.launch(kernel, [*operands, dest])
-        elif type(op) in UNARY:
-            expr, fn = UNARY[type(op)]
-            state.elementwise(op, operands, dest, lambda b, xs, fn=fn: fn(b, xs[0]), expr)
-        elif type(op) in BINARY:
-            expr, op_type = BINARY[type(op)]
-            state.elementwise(op, operands, dest, lambda b, xs, t=op_type: b.fop(t, *xs), expr)
+        elif (element := element_function(op)) is not None:
+            expr, compute = element
+            state.elementwise(op, operands, dest, compute, expr)
         else:
             raise PassFailedException(f"convert-graph-to-tm: no schedule template for '{op.name}'")
 

@@ -5,13 +5,15 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 
-def save(path, nodes, inputs, outputs, initializers=()):
-    """Write a float32 model: inputs/outputs are (name, shape) pairs, initializers zeros."""
+def save(path, nodes, inputs, outputs, initializers=(), opset=17):
+    """Write a float32 model: inputs/outputs are (name, shape) pairs, initializers zeros
+    (or `(name, array)` pairs for other values)."""
     graph = helper.make_graph(
         nodes, "test",
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
-        [numpy_helper.from_array(np.zeros(s, np.float32), n) for n, s in initializers])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        [numpy_helper.from_array(np.asarray(s, np.float32) if isinstance(s, np.ndarray)
+                                 else np.zeros(s, np.float32), n) for n, s in initializers])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 10
     onnx.save(model, path)

@@ -126,8 +126,8 @@ func.func @broadcast(%x: tensor<3x100xf32>, %b: tensor<100xf32>, %c: tensor<3x1x
 // CHECK-NOT:     guard
 // CHECK:         %x = tm.load %x0[%{{[0-9]+}}, %{{[0-9]+}}] : memref<4x64xf32>
 // CHECK-NOT:     guard
-// CHECK:         %[[POS:[0-9]+]] = arith.cmpf ogt, %x, %[[ZERO:[0-9]+]] : f32
-// CHECK-NEXT:    %[[R:[0-9]+]] = arith.select %[[POS]], %x, %[[ZERO]] : f32
+// CHECK:         %[[NEG:[0-9]+]] = arith.cmpf olt, %x, %[[ZERO:[0-9]+]] : f32
+// CHECK-NEXT:    %[[R:[0-9]+]] = arith.select %[[NEG]], %[[ZERO]], %x : f32
 // CHECK-NEXT:    tm.store %[[R]], %out[%{{[0-9]+}}, %{{[0-9]+}}] : memref<4x64xf32>
 // CHECK-NOT:     guard
 // CHECK-LABEL: func.func @exact_blocks

@@ -59,7 +59,7 @@
 // CHECK:         arith.divui %tid, %{{.*}} : index
 // CHECK:         %[[IN:[0-9]+]] = arith.cmpi ult,
 // CHECK-NEXT:    %x = scf.if %[[IN]] -> (f32) {
-// CHECK:         arith.cmpf ogt, %x,
+// CHECK:         arith.cmpf olt, %x,
 // CHECK:         scf.if %[[IN]] {
 // CHECK-NEXT:      memref.store
 

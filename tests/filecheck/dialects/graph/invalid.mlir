@@ -45,6 +45,62 @@ func.func @unary_on_memref(%a: memref<3xf32>) {
 
 // -----
 
+func.func @gelu_approximation(%a: tensor<3xf32>) {
+  // CHECK: Operation does not verify: approximate must be "none" or "tanh", got "erf"
+  %x = graph.gelu %a {approximate = "erf"} : tensor<3xf32>
+  func.return
+}
+
+// -----
+
+func.func @parameter_not_f32(%a: tensor<3xf32>) {
+  // CHECK: Operation does not verify: alpha must be an f32 float, got f64
+  %x = graph.leaky_relu %a {alpha = 0.1 : f64} : tensor<3xf32>
+  func.return
+}
+
+// -----
+
+func.func @parameter_missing(%a: tensor<3xf32>) {
+  // CHECK: Operation does not verify: property 'beta' expected in operation 'graph.hard_sigmoid'
+  %x = graph.hard_sigmoid %a {alpha = 0.2 : f32} : tensor<3xf32>
+  func.return
+}
+
+// -----
+
+func.func @variadic_without_inputs() {
+  // CHECK: Operation does not verify: expected at least one input
+  %x = graph.max : () -> tensor<3xf32>
+  func.return
+}
+
+// -----
+
+func.func @variadic_broadcast_mismatch(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %c: tensor<2xf32>) {
+  // CHECK: Operation does not verify: shapes 2x3, 3, 2 do not broadcast
+  %x = graph.sum %a, %b, %c : (tensor<2x3xf32>, tensor<3xf32>, tensor<2xf32>) -> tensor<2x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @variadic_result_shape(%a: tensor<2x1xf32>, %b: tensor<3xf32>) {
+  // CHECK: Operation does not verify: result shape [2, 1] does not match broadcast shape [2, 3]
+  %x = graph.min %a, %b : (tensor<2x1xf32>, tensor<3xf32>) -> tensor<2x1xf32>
+  func.return
+}
+
+// -----
+
+func.func @pow_element_types(%a: tensor<3xf32>, %b: tensor<3xi32>) {
+  // CHECK: Operation does not verify: operands and result must have the same element type
+  %x = graph.pow %a, %b : (tensor<3xf32>, tensor<3xi32>) -> tensor<3xf32>
+  func.return
+}
+
+// -----
+
 func.func @weight_dynamic_shape() {
   // CHECK: Operation does not verify: weight 'w' must have a static shape, got tensor<?xf32>
   %w = graph.weight "w" : tensor<?xf32>

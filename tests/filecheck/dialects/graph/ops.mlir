@@ -35,6 +35,65 @@ func.func @unary(%x: tensor<4xf32>) -> tensor<4xf32> {
   func.return %t : tensor<4xf32>
 }
 
+// Parameters are f32 properties in the attribute dictionary; gelu's approximate and
+// clip's bounds are optional.
+// CHECK-LABEL: func.func @unary_functions
+// CHECK-NEXT:    %0 = graph.exp %x : tensor<4xf32>
+// CHECK-NEXT:    %1 = graph.log %0 : tensor<4xf32>
+// CHECK-NEXT:    %2 = graph.sqrt %1 : tensor<4xf32>
+// CHECK-NEXT:    %3 = graph.reciprocal %2 : tensor<4xf32>
+// CHECK-NEXT:    %4 = graph.neg %3 : tensor<4xf32>
+// CHECK-NEXT:    %5 = graph.abs %4 : tensor<4xf32>
+// CHECK-NEXT:    %6 = graph.erf %5 : tensor<4xf32>
+// CHECK-NEXT:    %7 = graph.softplus %6 : tensor<4xf32>
+// CHECK-NEXT:    %8 = graph.hard_swish %7 : tensor<4xf32>
+// CHECK-NEXT:    %9 = graph.leaky_relu %8 {alpha = 1.000000e-01 : f32} : tensor<4xf32>
+// CHECK-NEXT:    %10 = graph.hard_sigmoid %9 {alpha = 2.000000e-01 : f32, beta = 5.000000e-01 : f32} : tensor<4xf32>
+// CHECK-NEXT:    %11 = graph.elu %10 {alpha = 1.000000e+00 : f32} : tensor<4xf32>
+// CHECK-NEXT:    %12 = graph.selu %11 {alpha = 1.67326319 : f32, gamma = 1.05070102 : f32} : tensor<4xf32>
+// CHECK-NEXT:    %13 = graph.gelu %12 : tensor<4xf32>
+// CHECK-NEXT:    %14 = graph.gelu %13 {approximate = "tanh"} : tensor<4xf32>
+// CHECK-NEXT:    %15 = graph.clip %14 {min = 0.000000e+00 : f32, max = 6.000000e+00 : f32} : tensor<4xf32>
+// CHECK-NEXT:    %16 = graph.clip %15 {max = 1.000000e+00 : f32} : tensor<4xf32>
+// CHECK-NEXT:    func.return %16
+func.func @unary_functions(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = graph.exp %x : tensor<4xf32>
+  %1 = graph.log %0 : tensor<4xf32>
+  %2 = graph.sqrt %1 : tensor<4xf32>
+  %3 = graph.reciprocal %2 : tensor<4xf32>
+  %4 = graph.neg %3 : tensor<4xf32>
+  %5 = graph.abs %4 : tensor<4xf32>
+  %6 = graph.erf %5 : tensor<4xf32>
+  %7 = graph.softplus %6 : tensor<4xf32>
+  %8 = graph.hard_swish %7 : tensor<4xf32>
+  %9 = graph.leaky_relu %8 {alpha = 0.1 : f32} : tensor<4xf32>
+  %10 = graph.hard_sigmoid %9 {alpha = 0.2 : f32, beta = 0.5 : f32} : tensor<4xf32>
+  %11 = graph.elu %10 {alpha = 1.0 : f32} : tensor<4xf32>
+  %12 = graph.selu %11 {alpha = 1.67326319 : f32, gamma = 1.05070102 : f32} : tensor<4xf32>
+  %13 = graph.gelu %12 : tensor<4xf32>
+  %14 = graph.gelu %13 {approximate = "tanh"} : tensor<4xf32>
+  %15 = graph.clip %14 {min = 0.0 : f32, max = 6.0 : f32} : tensor<4xf32>
+  %16 = graph.clip %15 {max = 1.0 : f32} : tensor<4xf32>
+  func.return %16 : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @pow_and_variadic
+// CHECK-NEXT:    %0 = graph.pow %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %1 = graph.max %0, %a, %b : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %2 = graph.min %1, %c : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %3 = graph.sum %2, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %4 = graph.mean %3, %b, %c, %a : (tensor<2x3xf32>, tensor<3xf32>, tensor<f32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %5 = graph.max %b : (tensor<3xf32>) -> tensor<3xf32>
+func.func @pow_and_variadic(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %c: tensor<f32>) -> (tensor<2x3xf32>, tensor<3xf32>) {
+  %0 = graph.pow %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %1 = graph.max %0, %a, %b : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %2 = graph.min %1, %c : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %3 = graph.sum %2, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %4 = graph.mean %3, %b, %c, %a : (tensor<2x3xf32>, tensor<3xf32>, tensor<f32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %5 = graph.max %b : (tensor<3xf32>) -> tensor<3xf32>
+  func.return %4, %5 : tensor<2x3xf32>, tensor<3xf32>
+}
+
 // CHECK-LABEL: func.func @matmul
 // CHECK-NEXT:    %y = graph.matmul %a, %b : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
 func.func @matmul(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {

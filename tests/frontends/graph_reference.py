@@ -1,0 +1,85 @@
+"""A reference interpreter of the graph dialect in numpy, for the frontend tests.
+
+It gives every graph op its meaning independently of the compiler's lowering, so that
+importing an ONNX model and evaluating its graph IR can be compared with onnxruntime.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from xdsl.dialects import func
+
+from tmlir.dialects import graph
+from tmlir.frontends.onnx import ImportedModel
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _unary(op: graph.UnaryElementwiseOp, x: np.ndarray) -> np.ndarray:
+    p = op.parameters()
+    match op:
+        case graph.ReluOp():
+            return np.maximum(x, 0)
+        case graph.SigmoidOp():
+            return 1 / (1 + np.exp(-x))
+        case graph.LeakyReluOp():
+            return np.where(x < 0, p["alpha"] * x, x)
+        case graph.HardSigmoidOp():
+            return np.clip(p["alpha"] * x + p["beta"], 0, 1)
+        case graph.HardSwishOp():
+            return x * np.clip(x / 6 + 0.5, 0, 1)
+        case graph.EluOp():
+            return np.where(x < 0, p["alpha"] * np.expm1(x), x)
+        case graph.SeluOp():
+            return p["gamma"] * np.where(x <= 0, p["alpha"] * np.expm1(x), x)
+        case graph.GeluOp() if p.get("approximate") == "tanh":
+            return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+        case graph.GeluOp():
+            return 0.5 * x * (1 + _erf(x / np.sqrt(2)))
+        case graph.ClipOp():
+            return np.clip(x, p.get("min", -np.inf), p.get("max", np.inf))
+    functions = {
+        graph.TanhOp: np.tanh, graph.ExpOp: np.exp, graph.LogOp: np.log, graph.SqrtOp: np.sqrt,
+        graph.ReciprocalOp: np.reciprocal, graph.NegOp: np.negative, graph.AbsOp: np.abs,
+        graph.ErfOp: _erf, graph.SoftplusOp: lambda v: np.logaddexp(v, 0),
+    }
+    return functions[type(op)](x)
+
+
+_NARY = {
+    graph.AddOp: np.add, graph.SubOp: np.subtract, graph.MulOp: np.multiply,
+    graph.DivOp: np.divide, graph.PowOp: np.power,
+    graph.MaxOp: lambda *xs: np.maximum.reduce(np.broadcast_arrays(*xs)),
+    graph.MinOp: lambda *xs: np.minimum.reduce(np.broadcast_arrays(*xs)),
+    graph.SumOp: lambda *xs: sum(xs[1:], xs[0]),
+    graph.MeanOp: lambda *xs: sum(xs[1:], xs[0]) / len(xs),
+}
+
+
+def evaluate(imported: ImportedModel, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The outputs of the imported model's ``@main`` on `feeds`, computed op by op."""
+    (function,) = imported.module.ops
+    env = {arg: feeds[name] for arg, name in zip(function.args, imported.input_names)}
+    for op in function.body.block.ops:
+        get = [env[v] for v in op.operands]
+        if isinstance(op, func.ReturnOp):
+            return get
+        if isinstance(op, graph.WeightOp):
+            result = imported.weights[op.weight_name.data]
+        elif isinstance(op, graph.MatmulOp):
+            lhs, rhs = get[0], get[1]
+            lhs = np.swapaxes(lhs, -1, -2) if op.transpose_lhs else lhs
+            rhs = np.swapaxes(rhs, -1, -2) if op.transpose_rhs else rhs
+            result = op.alpha_value * (lhs @ rhs)
+            if op.bias is not None:
+                result = result + op.beta_value * get[2]
+        elif isinstance(op, graph.UnaryElementwiseOp):
+            result = _unary(op, get[0])
+        else:
+            result = _NARY[type(op)](*get)
+        result = np.asarray(result, dtype=get[0].dtype if get else np.float32)
+        assert list(result.shape) == list(op.results[0].type.get_shape()), op.name
+        env[op.results[0]] = result
+    raise AssertionError("no func.return")

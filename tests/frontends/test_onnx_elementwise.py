@@ -1,0 +1,266 @@
+"""The ONNX frontend's elementwise operators: the graph ops and properties they import to,
+their ONNX attribute defaults, Clip's two forms, and one-line errors for what is not
+supported. Numerical checks evaluate the imported IR with the numpy interpreter of the
+graph dialect (graph_reference.py) against onnxruntime, float32 both (rtol 1e-5,
+atol 1e-6 on values of size 1 to 10).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from graph_reference import evaluate
+from onnx import TensorProto, helper, numpy_helper
+from xdsl.dialects import func
+
+from tmlir.dialects import graph
+from tmlir.frontends.onnx import FrontendError, ImportedModel, import_onnx
+
+F32 = TensorProto.FLOAT
+RNG = np.random.default_rng(0)
+
+
+def make_model(nodes, inputs, outputs=(("y", None),), initializers=(), opset: int = 20,
+               dtype: int = F32) -> onnx.ModelProto:
+    """inputs/outputs: (name, shape) pairs, shape None for 'unknown'."""
+    graph_proto = helper.make_graph(
+        nodes, "test",
+        [helper.make_tensor_value_info(n, dtype, s) for n, s in inputs],
+        [helper.make_tensor_value_info(n, dtype, s) for n, s in outputs],
+        [numpy_helper.from_array(np.asarray(a), name) for name, a in dict(initializers).items()],
+    )
+    model = helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    return model
+
+
+def rand(*shape: int) -> np.ndarray:
+    return (3 * RNG.standard_normal(shape)).astype(np.float32)
+
+
+def body_ops(imported: ImportedModel) -> list:
+    (function,) = imported.module.ops
+    return [op for op in function.body.block.ops if not isinstance(op, func.ReturnOp)]
+
+
+def check_against_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> None:
+    ort = pytest.importorskip("onnxruntime")
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = session.run(None, feeds)
+    actual = evaluate(import_onnx(model), feeds)
+    for a, e in zip(actual, expected, strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
+
+
+def import_error(model) -> str:
+    with pytest.raises(FrontendError) as info:
+        import_onnx(model)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+# -- unary operators: one graph op each, ONNX defaults made explicit ------------------------
+
+
+@pytest.mark.parametrize("op_type, attributes, name, properties", [
+    ("Exp", {}, "exp", {}),
+    ("Log", {}, "log", {}),
+    ("Sqrt", {}, "sqrt", {}),
+    ("Reciprocal", {}, "reciprocal", {}),
+    ("Neg", {}, "neg", {}),
+    ("Abs", {}, "abs", {}),
+    ("Erf", {}, "erf", {}),
+    ("Softplus", {}, "softplus", {}),
+    ("HardSwish", {}, "hard_swish", {}),
+    ("LeakyRelu", {}, "leaky_relu", {"alpha": 0.01}),
+    ("LeakyRelu", {"alpha": 0.3}, "leaky_relu", {"alpha": 0.3}),
+    ("HardSigmoid", {}, "hard_sigmoid", {"alpha": 0.2, "beta": 0.5}),
+    ("HardSigmoid", {"beta": 0.25}, "hard_sigmoid", {"alpha": 0.2, "beta": 0.25}),
+    ("Elu", {}, "elu", {"alpha": 1.0}),
+    ("Elu", {"alpha": 0.5}, "elu", {"alpha": 0.5}),
+    ("Selu", {}, "selu", {"alpha": 1.6732632, "gamma": 1.050701}),
+    ("Selu", {"gamma": 2.0}, "selu", {"alpha": 1.6732632, "gamma": 2.0}),
+    ("Gelu", {}, "gelu", {}),
+    ("Gelu", {"approximate": "none"}, "gelu", {}),
+    ("Gelu", {"approximate": "tanh"}, "gelu", {"approximate": "tanh"}),
+])
+def test_unary(op_type, attributes, name, properties):
+    model = make_model([helper.make_node(op_type, ["x"], ["y"], name="op", **attributes)],
+                       [("x", [2, 3])])
+    (op,) = body_ops(import_onnx(model))
+    assert isinstance(op, graph.UnaryElementwiseOp) and op.name == f"graph.{name}"
+    assert op.result.type == op.input.type
+    assert op.parameters() == {k: pytest.approx(v, rel=1e-7) if isinstance(v, float) else v
+                               for k, v in properties.items()}
+    x = rand(2, 3)
+    if op_type in ("Log", "Sqrt"):
+        x = np.abs(x) + 0.1
+    check_against_onnxruntime(model, {"x": x})
+
+
+def test_parameters_print_as_f32_properties():
+    model = make_model([helper.make_node("LeakyRelu", ["x"], ["y"], alpha=0.1),
+                        helper.make_node("Gelu", ["y"], ["z"], approximate="tanh")],
+                       [("x", [4])], [("z", None)])
+    text = str(import_onnx(model).module)
+    assert "%y = graph.leaky_relu %x {alpha = 1.000000e-01 : f32} : tensor<4xf32>" in text
+    assert '%z = graph.gelu %y {approximate = "tanh"} : tensor<4xf32>' in text
+
+
+# -- Pow and the variadic operators ------------------------------------------------------
+
+
+def test_pow_broadcasts():
+    model = make_model([helper.make_node("Pow", ["a", "b"], ["y"])],
+                       [("a", [4, 1, 3]), ("b", [5, 1])])
+    (op,) = body_ops(import_onnx(model))
+    assert isinstance(op, graph.PowOp) and op.result.type.get_shape() == (4, 5, 3)
+    check_against_onnxruntime(model, {"a": np.abs(rand(4, 1, 3)) + 0.5, "b": rand(5, 1) / 3})
+
+
+@pytest.mark.parametrize("op_type", ["Max", "Min", "Sum", "Mean"])
+def test_variadic_is_one_op_over_all_inputs(op_type):
+    model = make_model([helper.make_node(op_type, ["a", "b", "c"], ["y"])],
+                       [("a", [4, 1, 3]), ("b", [5, 1]), ("c", [3])])
+    (op,) = body_ops(import_onnx(model))
+    assert op.name == f"graph.{op_type.lower()}" and len(op.operands) == 3
+    assert op.result.type.get_shape() == (4, 5, 3)
+    check_against_onnxruntime(model, {"a": rand(4, 1, 3), "b": rand(5, 1), "c": rand(3)})
+
+
+@pytest.mark.parametrize("op_type", ["Max", "Min", "Sum", "Mean"])
+def test_variadic_of_one_input_is_that_input(op_type):
+    model = make_model([helper.make_node(op_type, ["x"], ["t"]),
+                        helper.make_node("Exp", ["t"], ["y"])], [("x", [3])])
+    imported = import_onnx(model)
+    (exp,) = body_ops(imported)
+    assert exp.input is imported.module.ops.first.args[0]
+
+
+# -- Clip --------------------------------------------------------------------------------
+
+
+def clip_ops(inputs, initializers=(), opset=13, **attributes):
+    shapes = [("x", [2, 3])] + [(n, []) for n in inputs[1:] if n and n not in dict(initializers)]
+    model = make_model([helper.make_node("Clip", inputs, ["y"], name="clip", **attributes)],
+                       shapes, initializers=initializers, opset=opset)
+    return model, body_ops(import_onnx(model))
+
+
+def scalar(value: float) -> np.ndarray:
+    return np.array(value, np.float32)
+
+
+def test_clip_before_opset_11_takes_attributes():
+    model, (op,) = clip_ops(["x"], opset=6, min=-1.0, max=2.0)
+    assert isinstance(op, graph.ClipOp) and op.parameters() == {"min": -1.0, "max": 2.0}
+    check_against_onnxruntime(model, {"x": rand(2, 3)})
+    _, (op,) = clip_ops(["x"], opset=6, max=2.0)
+    assert op.parameters() == {"max": 2.0}
+
+
+def test_clip_constant_bounds_become_properties_not_weights():
+    model, ops = clip_ops(["x", "lo", "hi"], {"lo": scalar(-1), "hi": scalar(0.5)})
+    assert [op.name for op in ops] == ["graph.clip"]
+    assert ops[0].parameters() == {"min": -1.0, "max": 0.5}
+    assert import_onnx(model).weights == {}
+    check_against_onnxruntime(model, {"x": rand(2, 3)})
+
+
+def test_clip_absent_bounds():
+    _, (op,) = clip_ops(["x", "", "hi"], {"hi": scalar(0.5)})
+    assert op.parameters() == {"max": 0.5}
+    _, (op,) = clip_ops(["x", "lo"], {"lo": scalar(0)})
+    assert op.parameters() == {"min": 0.0}
+    model, ops = clip_ops(["x"])
+    assert ops == []
+    check_against_onnxruntime(model, {"x": rand(2, 3)})
+
+
+def test_clip_bound_from_a_constant_node_is_folded_into_a_property():
+    nodes = [helper.make_node("Constant", [], ["six"], value_float=6.0),
+             helper.make_node("Clip", ["x", "", "six"], ["y"])]
+    model = make_model(nodes, [("x", [2, 3])])
+    (op,) = body_ops(import_onnx(model))
+    assert isinstance(op, graph.ClipOp) and op.parameters() == {"max": 6.0}
+
+
+@pytest.mark.parametrize("inputs, initializers, names", [
+    (["x", "lo", "hi"], {}, ["graph.max", "graph.min"]),
+    (["x", "lo", "hi"], {"lo": scalar(-1)}, ["graph.clip", "graph.min"]),
+    (["x", "lo", "hi"], {"hi": scalar(1)}, ["graph.max", "graph.clip"]),
+    (["x", "", "hi"], {}, ["graph.min"]),
+])
+def test_clip_bounds_known_only_at_run_time_become_max_and_min(inputs, initializers, names):
+    model, ops = clip_ops(inputs, initializers)
+    assert [op.name for op in ops] == names
+    assert ops[-1].results[0].name_hint == "y"
+    feeds = {"x": rand(2, 3), **{n: scalar(v) for n, v in (("lo", -0.5), ("hi", 1.0))
+                                  if n in inputs and n not in initializers}}
+    check_against_onnxruntime(model, feeds)
+
+
+def test_clip_min_above_max_gives_max():
+    model, _ = clip_ops(["x", "lo", "hi"], {"lo": scalar(1), "hi": scalar(-1)})
+    (y,) = evaluate(import_onnx(model), {"x": rand(2, 3)})
+    np.testing.assert_array_equal(y, -np.ones((2, 3)))
+
+
+# -- errors: one line naming node, op and what is not supported ----------------------------
+
+
+def test_unsupported_gelu_approximation():
+    model = make_model([helper.make_node("Gelu", ["x"], ["y"], name="g", approximate="erf")],
+                       [("x", [2])])
+    assert import_error(model) == ("node 'g' (Gelu): unsupported value 'erf' of attribute "
+                                   "'approximate' (expected 'none' or 'tanh')")
+
+
+def test_attribute_of_the_wrong_type():
+    model = make_model([helper.make_node("LeakyRelu", ["x"], ["y"], name="l", alpha=1)],
+                       [("x", [2])])
+    assert import_error(model) == "node 'l' (LeakyRelu): attribute 'alpha' must be FLOAT"
+
+
+def test_unknown_attribute():
+    model = make_model([helper.make_node("Elu", ["x"], ["y"], name="e", consumed_inputs=[0])],
+                       [("x", [2])], opset=1)
+    assert import_error(model) == "node 'e' (Elu): unsupported attribute 'consumed_inputs'"
+
+
+def test_clip_attributes_since_opset_11():
+    model = make_model([helper.make_node("Clip", ["x"], ["y"], name="c", min=0.0)],
+                       [("x", [2])], opset=13)
+    assert import_error(model) == ("node 'c' (Clip): attribute 'min' is not allowed since "
+                                   "opset 11, where the bounds are inputs")
+
+
+def test_clip_bound_that_is_not_a_scalar():
+    model = make_model([helper.make_node("Clip", ["x", "lo"], ["y"], name="c")],
+                       [("x", [2, 3]), ("lo", [3])])
+    assert import_error(model) == "node 'c' (Clip): bound 'min' must be a scalar, got shape [3]"
+    model = make_model([helper.make_node("Clip", ["x", "", "hi"], ["y"], name="c")],
+                       [("x", [2, 3])], initializers={"hi": np.ones(2, np.float32)})
+    assert import_error(model) == "node 'c' (Clip): bound 'max' must be a scalar, got shape [2]"
+
+
+@pytest.mark.parametrize("node, dtype, expected", [
+    (helper.make_node("Max", ["x", "x"], ["y"]), TensorProto.INT32,
+     "input 'x': unsupported dtype INT32 (supported: float32)"),
+    (helper.make_node("Abs", ["x"], ["y"]), TensorProto.INT64,
+     "input 'x': unsupported dtype INT64 (supported: float32)"),
+    (helper.make_node("Clip", ["x"], ["y"]), TensorProto.INT8,
+     "input 'x': unsupported dtype INT8 (supported: float32)"),
+    (helper.make_node("Neg", ["x"], ["y"]), TensorProto.DOUBLE,
+     "input 'x': unsupported dtype DOUBLE (supported: float32)"),
+])
+def test_other_dtypes_are_one_line_errors(node, dtype, expected):
+    assert import_error(make_model([node], [("x", [2])], dtype=dtype)) == expected
+
+
+def test_pow_with_an_integer_exponent():
+    model = make_model([helper.make_node("Pow", ["x", "e"], ["y"])], [("x", [2])],
+                       initializers={"e": np.array(2, np.int64)})
+    assert import_error(model) == "initializer 'e': unsupported dtype INT64 (supported: float32)"

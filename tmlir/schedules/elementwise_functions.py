@@ -1,0 +1,185 @@
+"""What every elementwise graph op computes per element, for the elementwise template.
+
+``element_function(op)`` gives the ``expr`` text that the kernel's header comment shows
+(``leaky_relu(x0, alpha=0.1)``, ``x0 + x1``) and the ``ElementFunction`` that builds the
+``arith`` / ``math`` IR of one output element from the loaded operand elements, or None
+for an op that is not elementwise. Formulas are chosen for float32 accuracy (``expm1``
+for ELU/SELU, ``log1p`` for softplus, tanh-GELU as ``x * sigmoid(2u)`` so that no
+``1 + tanh`` cancels) and for numpy's NaN semantics: ``max``, ``min``, ``clip`` and
+``relu`` give NaN for a NaN operand, where CUDA's ``fmaxf`` would give the other one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import reduce
+
+import numpy as np
+from xdsl.dialects import arith
+from xdsl.dialects import math as xmath
+from xdsl.ir import Operation, SSAValue
+
+from tmlir.dialects import graph
+from tmlir.schedules.builder import IRBuilder
+from tmlir.schedules.elementwise import ElementFunction
+
+Params = dict[str, float | str]
+UnaryFunction = Callable[[IRBuilder, SSAValue, Params], SSAValue]
+
+
+# -- building blocks ----------------------------------------------------------------------
+
+def _select(b: IRBuilder, predicate: str, lhs: SSAValue, rhs: SSAValue | float,
+            then: SSAValue | float, otherwise: SSAValue | float) -> SSAValue:
+    """``lhs <predicate> rhs ? then : otherwise`` (floats become f32 constants, one each)."""
+    constants: dict[float, SSAValue] = {}
+
+    def value(v: SSAValue | float) -> SSAValue:
+        if not isinstance(v, float):
+            return v
+        if v not in constants:
+            constants[v] = b.f32(v)
+        return constants[v]
+
+    lhs, rhs, then, otherwise = (value(v) for v in (lhs, rhs, then, otherwise))
+    condition = b.insert(arith.CmpfOp(lhs, rhs, predicate)).results[0]
+    return b.fop(arith.SelectOp, condition, then, otherwise)
+
+
+def _extremum(b: IRBuilder, x: SSAValue, y: SSAValue | float, predicate: str) -> SSAValue:
+    """``y`` if ``x <predicate> y`` or ``y`` is NaN, else ``x``: NaN when either is NaN.
+
+    A constant ``y`` needs no NaN test at run time.
+    """
+    if isinstance(y, float):
+        return b.f32(y) if math.isnan(y) else _select(b, predicate, x, y, y, x)
+    better = b.insert(arith.CmpfOp(x, y, predicate)).results[0]
+    y_nan = b.insert(arith.CmpfOp(y, y, "une")).results[0]
+    take_y = b.fop(arith.OrIOp, better, y_nan)
+    return b.fop(arith.SelectOp, take_y, y, x)
+
+
+def _max(b: IRBuilder, x: SSAValue, y: SSAValue | float) -> SSAValue:
+    """numpy.maximum."""
+    return _extremum(b, x, y, "olt")
+
+
+def _min(b: IRBuilder, x: SSAValue, y: SSAValue | float) -> SSAValue:
+    """numpy.minimum."""
+    return _extremum(b, x, y, "ogt")
+
+
+def _mul(b: IRBuilder, k: float, x: SSAValue) -> SSAValue:
+    return b.fop(arith.MulfOp, b.f32(k), x)
+
+
+def _add(b: IRBuilder, k: float, x: SSAValue) -> SSAValue:
+    return b.fop(arith.AddfOp, b.f32(k), x)
+
+
+def _call(op_type: type[Operation]) -> UnaryFunction:
+    return lambda b, x, _: b.fop(op_type, x)
+
+
+# -- the functions ------------------------------------------------------------------------
+
+def _sigmoid(b: IRBuilder, x: SSAValue, _: Params) -> SSAValue:
+    e = b.fop(xmath.ExpOp, b.fop(arith.NegfOp, x))
+    return b.fop(arith.DivfOp, b.f32(1.0), _add(b, 1.0, e))
+
+
+def _softplus(b: IRBuilder, x: SSAValue, _: Params) -> SSAValue:
+    """``max(x, 0) + log1p(exp(-|x|))``: no overflow, and accurate for x << 0."""
+    tail = b.fop(xmath.Log1pOp, b.fop(xmath.ExpOp, b.fop(arith.NegfOp, b.fop(xmath.AbsFOp, x))))
+    return b.fop(arith.AddfOp, b.fop(arith.MaxnumfOp, x, b.f32(0.0)), tail)
+
+
+def _hard_sigmoid(b: IRBuilder, x: SSAValue, alpha: float, beta: float) -> SSAValue:
+    t = b.fop(arith.AddfOp, _mul(b, alpha, x), b.f32(beta), name="t")
+    return _min(b, _max(b, t, 0.0), 1.0)
+
+
+def _expm1_below_zero(b: IRBuilder, x: SSAValue, alpha: float, predicate: str) -> SSAValue:
+    """``x <predicate> 0 ? alpha * expm1(x) : x`` (ELU and SELU)."""
+    negative = _mul(b, alpha, b.fop(xmath.ExpM1Op, x))
+    return _select(b, predicate, x, 0.0, negative, x)
+
+
+def _gelu(b: IRBuilder, x: SSAValue, p: Params) -> SSAValue:
+    if p.get("approximate", "none") == "tanh":
+        # x/2 * (1 + tanh(u)) == x / (1 + exp(-2u)), u = sqrt(2/pi) * (x + 0.044715 x^3)
+        cube = b.fop(arith.MulfOp, b.fop(arith.MulfOp, x, x), x)
+        inner = b.fop(arith.AddfOp, x, _mul(b, 0.044715, cube))
+        e = b.fop(xmath.ExpOp, _mul(b, -2.0 * math.sqrt(2.0 / math.pi), inner))
+        return b.fop(arith.DivfOp, x, _add(b, 1.0, e))
+    erf = b.fop(xmath.ErfOp, _mul(b, math.sqrt(0.5), x))
+    return b.fop(arith.MulfOp, _mul(b, 0.5, x), _add(b, 1.0, erf))
+
+
+def _clip(b: IRBuilder, x: SSAValue, p: Params) -> SSAValue:
+    if "min" in p:
+        x = _max(b, x, float(p["min"]))
+    if "max" in p:
+        x = _min(b, x, float(p["max"]))
+    return x
+
+
+UNARY: dict[type[Operation], UnaryFunction] = {
+    graph.ReluOp: lambda b, x, _: _max(b, x, 0.0),
+    graph.SigmoidOp: _sigmoid,
+    graph.TanhOp: _call(xmath.TanhOp),
+    graph.ExpOp: _call(xmath.ExpOp),
+    graph.LogOp: _call(xmath.LogOp),
+    graph.SqrtOp: _call(xmath.SqrtOp),
+    graph.ReciprocalOp: lambda b, x, _: b.fop(arith.DivfOp, b.f32(1.0), x),
+    graph.NegOp: _call(arith.NegfOp),
+    graph.AbsOp: _call(xmath.AbsFOp),
+    graph.ErfOp: _call(xmath.ErfOp),
+    graph.SoftplusOp: _softplus,
+    graph.HardSwishOp: lambda b, x, _: b.fop(arith.MulfOp, x, _hard_sigmoid(b, x, 1 / 6, 0.5)),
+    graph.LeakyReluOp: lambda b, x, p: _select(b, "olt", x, 0.0, _mul(b, p["alpha"], x), x),
+    graph.HardSigmoidOp: lambda b, x, p: _hard_sigmoid(b, x, p["alpha"], p["beta"]),
+    graph.EluOp: lambda b, x, p: _expm1_below_zero(b, x, p["alpha"], "olt"),
+    graph.SeluOp: lambda b, x, p: _mul(b, p["gamma"], _expm1_below_zero(b, x, p["alpha"], "ole")),
+    graph.GeluOp: _gelu,
+    graph.ClipOp: _clip,
+}
+INFIX: dict[type[Operation], tuple[str, type[Operation]]] = {
+    graph.AddOp: ("+", arith.AddfOp),
+    graph.SubOp: ("-", arith.SubfOp),
+    graph.MulOp: ("*", arith.MulfOp),
+    graph.DivOp: ("/", arith.DivfOp),
+}
+#: Binary and variadic ops: the element from the elements of all operands.
+NARY: dict[type[Operation], ElementFunction] = {
+    graph.PowOp: lambda b, xs: b.fop(xmath.PowFOp, *xs),
+    graph.MaxOp: lambda b, xs: reduce(lambda x, y: _max(b, x, y), xs),
+    graph.MinOp: lambda b, xs: reduce(lambda x, y: _min(b, x, y), xs),
+    graph.SumOp: lambda b, xs: reduce(lambda x, y: b.fop(arith.AddfOp, x, y), xs),
+    graph.MeanOp: lambda b, xs: b.fop(
+        arith.DivfOp, reduce(lambda x, y: b.fop(arith.AddfOp, x, y), xs), b.f32(float(len(xs)))),
+}
+
+
+def _f32_text(value: float | str) -> str:
+    return str(np.float32(value)) if isinstance(value, float) else value
+
+
+def element_function(op: Operation) -> tuple[str, ElementFunction] | None:
+    """The header expression and the per-element IR builder of an elementwise graph op."""
+    args = [f"x{i}" for i in range(len(op.operands))]
+    kind = op.name.split(".")[-1]
+    if type(op) in INFIX:
+        symbol, op_type = INFIX[type(op)]
+        return f" {symbol} ".join(args), lambda b, xs: b.fop(op_type, *xs)
+    if type(op) in NARY:
+        return f"{kind}({', '.join(args)})", NARY[type(op)]
+    if type(op) in UNARY:
+        assert isinstance(op, graph.UnaryElementwiseOp)
+        params = op.parameters()
+        shown = [*args, *(f"{k}={_f32_text(v)}" for k, v in params.items())]
+        fn = UNARY[type(op)]
+        return f"{kind}({', '.join(shown)})", lambda b, xs: fn(b, xs[0], params)
+    return None
+
