@@ -1,19 +1,32 @@
 """What the kernel-level dialects (tm, tmgpu) share: the CUDA block-size limit, printing
-and parsing helpers, and verification helpers (static memref shapes, launches)."""
+and parsing helpers, verification helpers (static memref shapes, launches) and the warp
+shuffle, which is the same op at both levels."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, IntAttr, MemRefType, SymbolRefAttr, i64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    Float32Type,
+    IndexType,
+    IntAttr,
+    IntegerType,
+    MemRefType,
+    StringAttr,
+    SymbolRefAttr,
+    i64,
+)
 from xdsl.ir import Attribute, Operation, Region, SSAValue
-from xdsl.irdl import IRDLOperation
+from xdsl.irdl import AnyAttr, IRDLOperation, operand_def, prop_def, result_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 MAX_THREADS_PER_BLOCK = 1024
+WARP_SIZE = 32
+SHUFFLE_MODES = ("xor", "down", "up", "idx")
 
 
 def print_kernel_header(printer: Printer, op: Operation, sym_name: str, launch: str) -> None:
@@ -111,3 +124,89 @@ def verify_launch(
             f" do not match the kernel's ({', '.join(map(str, expected))})"
         )
     return callee
+
+
+class ShuffleOpBase(IRDLOperation):
+    """A warp shuffle: ``%r = <op> <mode> %v, <offset> [width(<w>)] : <type>``.
+
+    Every lane of the warp publishes ``%v`` and gets the value of one source lane, within
+    segments of ``width`` lanes (default the whole warp): ``xor`` lane ``lane ^ offset``
+    (a butterfly), ``down`` lane ``lane + offset``, ``up`` lane ``lane - offset``, ``idx``
+    lane ``offset`` of the segment. A source outside the segment gives the lane its own
+    value. As CUDA's ``__shfl_*_sync(0xffffffff, ...)``: every lane of the warp must
+    execute the same shuffle (it synchronizes the warp), so a shuffle must not sit under
+    a condition that differs between the lanes of a warp.
+    """
+
+    mode = prop_def(StringAttr)
+    offset = prop_def(IntAttr)
+    width = prop_def(IntAttr)
+    value = operand_def(AnyAttr())
+    result = result_def(AnyAttr())
+
+    @classmethod
+    def kernel_type(cls) -> type[Operation]:
+        """The kernel op of this op's dialect (a shuffle must be inside one)."""
+        raise NotImplementedError
+
+    def __init__(self, value: SSAValue, mode: str, offset: int, width: int = WARP_SIZE) -> None:
+        super().__init__(
+            operands=[value],
+            result_types=[value.type],
+            properties={"mode": StringAttr(mode), "offset": IntAttr(offset),
+                        "width": IntAttr(width)},
+        )
+
+    def verify_(self) -> None:
+        mode, offset, width = self.mode.data, self.offset.data, self.width.data
+        if mode not in SHUFFLE_MODES:
+            raise VerifyException(
+                f"unknown shuffle mode '{mode}', expected one of {', '.join(SHUFFLE_MODES)}"
+            )
+        if width < 1 or width > WARP_SIZE or width & (width - 1):
+            raise VerifyException(f"shuffle width must be a power of two in [1, {WARP_SIZE}], got {width}")
+        if not 0 <= offset < width:
+            raise VerifyException(f"shuffle offset must be in [0, {width}) (the lanes of a segment), got {offset}")
+        if not _shuffleable(self.value.type):
+            raise VerifyException(f"can only shuffle f32, i32, i64 or index values, got {self.value.type}")
+        if self.result.type != self.value.type:
+            raise VerifyException("result type must be the shuffled value's type")
+        kernel = self.kernel_type()
+        if enclosing(self, kernel) is None:
+            raise VerifyException(f"'{self.name}' must be inside a {kernel.name}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.mode.data} ")
+        printer.print_ssa_value(self.value)
+        printer.print_string(f", {self.offset.data}")
+        if self.width.data != WARP_SIZE:
+            printer.print_string(f" width({self.width.data})")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        mode = parser.parse_keyword_in(SHUFFLE_MODES, " (shuffle mode)")
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        offset = parser.parse_integer(allow_boolean=False)
+        width = IntAttr(WARP_SIZE)
+        if parser.parse_optional_keyword("width"):
+            with parser.in_parens():
+                width = IntAttr(parser.parse_integer(allow_boolean=False))
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        type = parser.parse_type()
+        return cls.create(
+            operands=[parser.resolve_operand(value, type)],
+            result_types=[type],
+            properties={"mode": StringAttr(mode), "offset": IntAttr(offset), "width": width},
+            attributes=attrs,
+        )
+
+
+def _shuffleable(type: Attribute) -> bool:
+    if isinstance(type, IntegerType):
+        return type.width.data in (32, 64)
+    return isinstance(type, Float32Type | IndexType)

@@ -3,8 +3,9 @@
 A ``tm.kernel`` is a grid of ``grid`` blocks of ``block`` threads; inside it,
 ``tm.block_id`` and ``tm.thread_id`` are the worker ids, and ``tm.for_task`` runs its body
 once per task that a task mapping assigns to a worker, with the task's indices as region
-arguments. Buffers have a scope (``global`` on the host side, ``shared`` and ``register``
-inside kernels); ``tm.load`` and ``tm.store`` check the dimensions listed in ``guard``
+arguments; ``tm.barrier`` synchronizes the block and ``tm.shuffle`` exchanges values
+between the lanes of a warp. Buffers have a scope (``global`` on the host side, ``shared``
+and ``register`` inside kernels); ``tm.load`` and ``tm.store`` check the dimensions listed in ``guard``
 against the buffer's shape (an out-of-range load gives 0, an out-of-range store does
 nothing). The host side is a ``func.func`` that allocates buffers and ``tm.launch``es
 kernels in order.
@@ -63,6 +64,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from tmlir.dialects._syntax import (
     MAX_THREADS_PER_BLOCK,
+    ShuffleOpBase,
     dims_array,
     enclosing,
     memref_shape,
@@ -321,6 +323,18 @@ class BarrierOp(IRDLOperation):
             raise VerifyException("'tm.barrier' must be inside a tm.kernel")
 
 
+@irdl_op_definition
+class ShuffleOp(ShuffleOpBase):
+    """``%r = tm.shuffle xor %v, 16 : f32``: a warp shuffle (see ShuffleOpBase); every lane
+    of the warp must reach it."""
+
+    name = "tm.shuffle"
+
+    @classmethod
+    def kernel_type(cls) -> type[KernelOp]:
+        return KernelOp
+
+
 class GuardedAccess(IRDLOperation):
     """Shared verification and syntax of tm.load / tm.store."""
 
@@ -511,7 +525,7 @@ def _constant(value: SSAValue) -> int | None:
 
 TM = Dialect(
     "tm",
-    [KernelOp, BlockIdOp, ThreadIdOp, ForTaskOp, AllocOp, BarrierOp, LoadOp, StoreOp,
-     WeightOp, LaunchOp],
+    [KernelOp, BlockIdOp, ThreadIdOp, ForTaskOp, AllocOp, BarrierOp, ShuffleOp, LoadOp,
+     StoreOp, WeightOp, LaunchOp],
     [TaskMappingAttr, DataLayoutAttr],
 )

@@ -2,8 +2,8 @@
 
 Task mappings are gone: kernels compute with ``scf``/``arith``/``math`` and access
 ``memref``s; what remains are the CUDA concepts themselves — thread and block ids, shared
-and per-thread (register) arrays, block barriers — and, on the host side, device buffers
-and the ordered launches with their grid and block sizes.
+and per-thread (register) arrays, block barriers, warp shuffles — and, on the host side,
+device buffers and the ordered launches with their grid and block sizes.
 
     tmgpu.kernel @relu_0(%x: memref<8x10xf32>, %y: memref<8x10xf32>) block(256) {
       %tid = tmgpu.thread_id x
@@ -39,6 +39,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from tmlir.dialects._syntax import (
     MAX_THREADS_PER_BLOCK,
+    ShuffleOpBase,
     enclosing,
     memref_shape,
     parse_int_in_parens,
@@ -178,6 +179,18 @@ class BarrierOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ShuffleOp(ShuffleOpBase):
+    """``__shfl_xor_sync(0xffffffff, v, 16)`` and its ``down``/``up``/``idx`` siblings (see
+    ShuffleOpBase); every lane of the warp must reach it."""
+
+    name = "tmgpu.shuffle"
+
+    @classmethod
+    def kernel_type(cls) -> type[KernelOp]:
+        return KernelOp
+
+
+@irdl_op_definition
 class AllocOp(IRDLOperation):
     """Host side: a device buffer for an intermediate result."""
 
@@ -269,7 +282,7 @@ class LaunchOp(IRDLOperation):
 
 TMGPU = Dialect(
     "tmgpu",
-    [KernelOp, ThreadIdOp, BlockIdOp, SharedAllocOp, LocalAllocOp, BarrierOp, AllocOp,
-     WeightOp, LaunchOp],
+    [KernelOp, ThreadIdOp, BlockIdOp, SharedAllocOp, LocalAllocOp, BarrierOp, ShuffleOp,
+     AllocOp, WeightOp, LaunchOp],
     [],
 )

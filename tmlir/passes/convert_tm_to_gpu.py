@@ -2,7 +2,7 @@
 
 In: tm IR whose task mappings are lowered (``tm-lower-mappings``). Out:
 ``tmgpu.kernel``s with ``tmgpu.thread_id``/``block_id``, ``__shared__`` and per-thread
-arrays and barriers; ``tm.load``/``tm.store`` become ``memref.load``/``memref.store``,
+arrays, barriers and warp shuffles (``tm.shuffle`` → ``tmgpu.shuffle``, one to one); ``tm.load``/``tm.store`` become ``memref.load``/``memref.store``,
 wrapped in ``scf.if`` bound checks for their guarded dimensions (a guarded load yields
 0 when out of range); host ``tm.launch`` becomes ``tmgpu.launch`` with the kernel's grid
 and block sizes. A shared or register buffer with a data layout becomes 1-D storage of
@@ -164,6 +164,9 @@ class ConvertTmToGpu(ModulePass):
                     layouts[new.result] = layout
                 case tm.BarrierOp():
                     _replace(inner, tmgpu.BarrierOp())
+                case tm.ShuffleOp():
+                    _replace(inner, tmgpu.ShuffleOp(inner.value, inner.mode.data,
+                                                    inner.offset.data, inner.width.data))
                 case tm.LoadOp():
                     results = _convert_load(inner, layouts)
                     results[0].name_hint = inner.result.name_hint

@@ -102,6 +102,26 @@ tm.kernel @buffers(%x: memref<64xf32>) grid(1) block(64) attributes {tm.template
 
 // -----
 
+// Warp shuffles move one to one, with their mode, offset and width.
+// CHECK-LABEL: tmgpu.kernel @shuffles(%x: memref<64xf32>) block(64) {
+// CHECK-NEXT:    %tid = tmgpu.thread_id x
+// CHECK-NEXT:    %v = memref.load %x[%tid] : memref<64xf32>
+// CHECK-NEXT:    %s = tmgpu.shuffle xor %v, 16 : f32
+// CHECK-NEXT:    %d = tmgpu.shuffle down %s, 2 width(4) : f32
+// CHECK-NEXT:    %u = tmgpu.shuffle up %d, 1 : f32
+// CHECK-NEXT:    %i = tmgpu.shuffle idx %u, 0 width(16) : f32
+// CHECK-NEXT:  }
+tm.kernel @shuffles(%x: memref<64xf32>) grid(1) block(64) {
+  %tid = tm.thread_id
+  %v = tm.load %x[%tid] : memref<64xf32>
+  %s = tm.shuffle xor %v, 16 : f32
+  %d = tm.shuffle down %s, 2 width(4) : f32
+  %u = tm.shuffle up %d, 1 : f32
+  %i = tm.shuffle idx %u, 0 width(16) : f32
+}
+
+// -----
+
 // Host: global buffers become device allocations, weights tmgpu.weight, and each launch
 // takes the grid and block of its kernel.
 // CHECK-LABEL: func.func @host(%x: memref<64xf32>, %y: memref<64xf32>) {

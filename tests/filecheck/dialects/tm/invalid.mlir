@@ -224,3 +224,83 @@ func.func @layout_on_global() {
   %g = tm.alloc global layout(row_major(4, 4)) : memref<4x4xf32>
   func.return
 }
+
+// -----
+
+tm.kernel @shuffle_width_not_pow2(%x: memref<32xf32>) grid(1) block(32) {
+  %t = tm.thread_id
+  %v = tm.load %x[%t] : memref<32xf32>
+  // CHECK: Operation does not verify: shuffle width must be a power of two in [1, 32], got 12
+  %s = tm.shuffle down %v, 1 width(12) : f32
+}
+
+// -----
+
+tm.kernel @shuffle_width_too_large(%x: memref<32xf32>) grid(1) block(32) {
+  %t = tm.thread_id
+  %v = tm.load %x[%t] : memref<32xf32>
+  // CHECK: Operation does not verify: shuffle width must be a power of two in [1, 32], got 64
+  %s = tm.shuffle xor %v, 1 width(64) : f32
+}
+
+// -----
+
+tm.kernel @shuffle_offset_past_warp(%x: memref<32xf32>) grid(1) block(32) {
+  %t = tm.thread_id
+  %v = tm.load %x[%t] : memref<32xf32>
+  // CHECK: Operation does not verify: shuffle offset must be in [0, 32) (the lanes of a segment), got 32
+  %s = tm.shuffle xor %v, 32 : f32
+}
+
+// -----
+
+tm.kernel @shuffle_offset_past_segment(%x: memref<32xf32>) grid(1) block(32) {
+  %t = tm.thread_id
+  %v = tm.load %x[%t] : memref<32xf32>
+  // CHECK: Operation does not verify: shuffle offset must be in [0, 8) (the lanes of a segment), got 8
+  %s = tm.shuffle down %v, 8 width(8) : f32
+}
+
+// -----
+
+tm.kernel @shuffle_negative_offset(%x: memref<32xf32>) grid(1) block(32) {
+  %t = tm.thread_id
+  %v = tm.load %x[%t] : memref<32xf32>
+  // CHECK: Operation does not verify: shuffle offset must be in [0, 32) (the lanes of a segment), got -1
+  %s = tm.shuffle up %v, -1 : f32
+}
+
+// -----
+
+tm.kernel @shuffle_of_bool(%x: memref<32xi1>) grid(1) block(32) {
+  %t = tm.thread_id
+  %v = tm.load %x[%t] : memref<32xi1>
+  // CHECK: Operation does not verify: can only shuffle f32, i32, i64 or index values, got i1
+  %s = tm.shuffle xor %v, 1 : i1
+}
+
+// -----
+
+tm.kernel @shuffle_result_type(%x: memref<32xf32>) grid(1) block(32) {
+  %t = tm.thread_id
+  %v = tm.load %x[%t] : memref<32xf32>
+  // CHECK: Operation does not verify: result type must be the shuffled value's type
+  %s = "tm.shuffle"(%v) <{mode = "xor", offset = #builtin.int<1>, width = #builtin.int<32>}> : (f32) -> i32
+}
+
+// -----
+
+tm.kernel @shuffle_unknown_mode(%x: memref<32xf32>) grid(1) block(32) {
+  %t = tm.thread_id
+  %v = tm.load %x[%t] : memref<32xf32>
+  // CHECK: Operation does not verify: unknown shuffle mode 'bfly', expected one of xor, down, up, idx
+  %s = "tm.shuffle"(%v) <{mode = "bfly", offset = #builtin.int<1>, width = #builtin.int<32>}> : (f32) -> f32
+}
+
+// -----
+
+func.func @shuffle_outside_kernel(%v: f32) {
+  // CHECK: Operation does not verify: 'tm.shuffle' must be inside a tm.kernel
+  %s = tm.shuffle xor %v, 1 : f32
+  func.return
+}

@@ -173,3 +173,21 @@ tm.kernel @layout_pad_not_last() grid(1) block(32) {
   // CHECK: 'pad=' may appear once, after the extents, in column_major(...)
   %a = tm.alloc shared layout(column_major(8, pad=1, 8)) : memref<8x8xf32>
 }
+
+// -----
+
+tm.kernel @shuffle_unknown_mode(%x: memref<32xf32>) grid(1) block(32) {
+  %t = tm.thread_id
+  %v = tm.load %x[%t] : memref<32xf32>
+  // CHECK: Expected one of 'down', 'idx', 'up', 'xor' (shuffle mode)
+  %s = tm.shuffle bfly %v, 1 : f32
+}
+
+// -----
+
+tm.kernel @shuffle_dynamic_offset(%x: memref<32xf32>) grid(1) block(32) {
+  %t = tm.thread_id
+  %v = tm.load %x[%t] : memref<32xf32>
+  // CHECK: Expected integer literal
+  %s = tm.shuffle idx %v, %t : f32
+}

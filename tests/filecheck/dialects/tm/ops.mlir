@@ -82,6 +82,28 @@ tm.kernel @guards(%x: memref<30x20xf32>, %y: memref<30x20xf32>) grid(1) block(32
   }
 }
 
+// Warp shuffles: the mode, the lane offset (or mask, or source lane) and, when not the
+// whole warp, the segment width.
+// CHECK-LABEL: tm.kernel @shuffles
+// CHECK:         %xor = tm.shuffle xor %v, 16 : f32
+// CHECK-NEXT:    %down = tm.shuffle down %v, 1 width(16) : f32
+// CHECK-NEXT:    %up = tm.shuffle up %v, 2 {tag} : f32
+// CHECK-NEXT:    %idx = tm.shuffle idx %tid, 0 width(8) : index
+// CHECK-NEXT:    %i = tm.shuffle xor %n, 31 : i32
+// CHECK-NEXT:    %l = tm.shuffle xor %w, 0 width(1) : i64
+tm.kernel @shuffles(%x: memref<64xf32>, %y: memref<64xi32>, %z: memref<64xi64>) grid(1) block(64) {
+  %tid = tm.thread_id
+  %v = tm.load %x[%tid] : memref<64xf32>
+  %n = tm.load %y[%tid] : memref<64xi32>
+  %w = tm.load %z[%tid] : memref<64xi64>
+  %xor = tm.shuffle xor %v, 16 : f32
+  %down = tm.shuffle down %v, 1 width(16) : f32
+  %up = tm.shuffle up %v, 2 {tag} : f32
+  %idx = tm.shuffle idx %tid, 0 width(8) : index
+  %i = tm.shuffle xor %n, 31 : i32
+  %l = tm.shuffle xor %w, 0 width(1) : i64
+}
+
 // CHECK-LABEL: tm.kernel @kernel_allocs
 // CHECK-NEXT:    %smem = tm.alloc shared : memref<8x64xf32>
 // CHECK-NEXT:    %acc = tm.alloc register : memref<4x4xf32>

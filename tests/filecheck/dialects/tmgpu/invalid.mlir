@@ -144,3 +144,20 @@ func.func @launch_grid_zero(%x: memref<4xf32>) {
   tmgpu.launch @k(%x) grid(0) block(4) : memref<4xf32>
   func.return
 }
+
+// -----
+
+func.func @shuffle_outside_kernel(%v: f32) {
+  // CHECK: Operation does not verify: 'tmgpu.shuffle' must be inside a tmgpu.kernel
+  %s = tmgpu.shuffle xor %v, 1 : f32
+  func.return
+}
+
+// -----
+
+tmgpu.kernel @shuffle_width(%x: memref<32xf32>) block(32) {
+  %t = tmgpu.thread_id x
+  %v = memref.load %x[%t] : memref<32xf32>
+  // CHECK: Operation does not verify: shuffle width must be a power of two in [1, 32], got 0
+  %s = tmgpu.shuffle xor %v, 0 width(0) : f32
+}

@@ -36,6 +36,20 @@ tmgpu.kernel @buffers(%x: memref<64xf32>, %y: memref<64xf32>) block(32) {
   memref.store %v, %smem[%tid] : memref<32xf32>
 }
 
+// CHECK-LABEL: tmgpu.kernel @shuffles(%x: memref<64xf32>) block(64) {
+// CHECK:         %xor = tmgpu.shuffle xor %v, 16 : f32
+// CHECK-NEXT:    %down = tmgpu.shuffle down %v, 4 width(8) : f32
+// CHECK-NEXT:    %up = tmgpu.shuffle up %v, 1 : f32
+// CHECK-NEXT:    %idx = tmgpu.shuffle idx %tid, 3 {tag} : index
+tmgpu.kernel @shuffles(%x: memref<64xf32>) block(64) {
+  %tid = tmgpu.thread_id x
+  %v = memref.load %x[%tid] : memref<64xf32>
+  %xor = tmgpu.shuffle xor %v, 16 : f32
+  %down = tmgpu.shuffle down %v, 4 width(8) : f32
+  %up = tmgpu.shuffle up %v, 1 : f32
+  %idx = tmgpu.shuffle idx %tid, 3 {tag} : index
+}
+
 // CHECK-LABEL: tmgpu.kernel @no_args() block(1) {
 // CHECK-NEXT:    tmgpu.barrier
 tmgpu.kernel @no_args() block(1) {

@@ -1,0 +1,260 @@
+"""The reduction template (tmlir/schedules/reduce.py): reduce, softmax and layernorm kernels
+run on emu against numpy in float64, with a warp (or part of one) per row and a block per
+row; a missing cross-warp barrier is a visible race; parameters, problems and defaults;
+and, where nvcc is on PATH, ptxas statistics of each kernel (no spills)."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+
+from tmlir.backends.cuda_c import emit_cuda
+from tmlir.backends.emu import compile_emu
+from tmlir.backends.ptx import ptxas_stats
+from tmlir.dialects import tm, tmgpu
+from tmlir.passes.lower_to_cuda import LowerToCuda
+from tmlir.registry import make_context
+from tmlir.schedules.reduce import (
+    ReduceParams,
+    RowProblem,
+    layernorm_kernel,
+    reduce_kernel,
+    softmax_kernel,
+)
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+RTOL = 1e-5
+
+SHAPES = [(1, 1), (3, 7), (64, 1000), (5, 4096), (128, 33)]
+#: A warp (or a part of one) per row, and a block (or a part of one) per row.
+WARP_PER_ROW = ReduceParams(threads_per_row=32, rows_per_block=4)
+BLOCK_PER_ROW = ReduceParams(threads_per_row=256, rows_per_block=1)
+SCHEDULES = {"default": None, "warp": WARP_PER_ROW, "block": BLOCK_PER_ROW,
+             "subwarp": ReduceParams(threads_per_row=8, rows_per_block=8),
+             "2rows_x_128": ReduceParams(threads_per_row=128, rows_per_block=2)}
+
+
+def lower(*kernels: tm.KernelOp) -> ModuleOp:
+    module = ModuleOp(list(kernels))
+    module.verify()
+    LowerToCuda().apply(make_context(), module)
+    return module
+
+
+def run_all(kernels: dict[str, tuple[tm.KernelOp, list[np.ndarray], tuple[int, ...]]],
+            module: ModuleOp | None = None) -> dict[str, np.ndarray]:
+    """Run each kernel (compiled together, once) on its inputs on emu; every output
+    element must be written (outputs start as NaN)."""
+    module = module or lower(*(kernel for kernel, _, _ in kernels.values()))
+    program = emit_cuda(module)
+    outputs = {}
+    with compile_emu(program.source, [k.signature for k in program.kernels]) as emu:
+        for name, (kernel, inputs, out_shape) in kernels.items():
+            out = np.full(out_shape, np.nan, np.float32)
+            emu.launch(name, kernel.grid.data, kernel.block.data, [*inputs, out])
+            outputs[name] = out
+    return outputs
+
+
+def run(kernel: tm.KernelOp, inputs: list[np.ndarray], out_shape: tuple[int, ...],
+        module: ModuleOp | None = None) -> np.ndarray:
+    name = kernel.sym_name.data
+    return run_all({name: (kernel, inputs, out_shape)}, module)[name]
+
+
+def relative_error(got: np.ndarray, want: np.ndarray) -> float:
+    """max |got - want| / max |want| (so rows near zero do not dominate)."""
+    return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
+
+
+def data(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def softmax_reference(x: np.ndarray, log: bool) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    shifted = x64 - x64.max(-1, keepdims=True)
+    log_sum = np.log(np.exp(shifted).sum(-1, keepdims=True))
+    return shifted - log_sum if log else np.exp(shifted - log_sum)
+
+
+def layernorm_reference(x: np.ndarray, axes: tuple[int, ...], epsilon: float,
+                        scale: np.ndarray | None, bias: np.ndarray | None) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axes, keepdims=True)
+    var = ((x64 - mean) ** 2).mean(axes, keepdims=True)
+    y = (x64 - mean) / np.sqrt(var + epsilon)
+    return y * (1 if scale is None else scale) + (0 if bias is None else bias)
+
+
+KINDS = ("sum", "mean", "max", "min", "softmax", "log_softmax", "layernorm")
+
+
+@functools.cache
+def results(shape: tuple[int, ...], schedule: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """kind -> (emu output, float64 reference) for every kernel of the template."""
+    problem, params = RowProblem(shape), SCHEDULES[schedule]
+    x = data(shape)
+    positive = x + 0.5  # sums well away from 0, so a relative error means something
+    wide = 3 * x
+    offset = 2 * x + 10  # an offset that E[x^2] - E[x]^2 would lose digits to
+    scale, bias = data(shape[-1:], 1), data(shape[-1:], 2)
+    x64 = x.astype(np.float64)
+    cases = {
+        "sum": (reduce_kernel("sum", "sum", problem, params=params), [positive],
+                positive.astype(np.float64).sum(-1, keepdims=True)),
+        "mean": (reduce_kernel("mean", "mean", problem, params=params), [positive],
+                 positive.astype(np.float64).mean(-1, keepdims=True)),
+        "max": (reduce_kernel("max", "max", problem, params=params), [x],
+                x64.max(-1, keepdims=True)),
+        "min": (reduce_kernel("min", "min", problem, params=params), [x],
+                x64.min(-1, keepdims=True)),
+        "softmax": (softmax_kernel("softmax", problem, False, params), [wide],
+                    softmax_reference(wide, False)),
+        "log_softmax": (softmax_kernel("log_softmax", problem, True, params), [wide],
+                        softmax_reference(wide, True)),
+        "layernorm": (layernorm_kernel("layernorm", problem, 1e-5, scale.shape, bias.shape,
+                                       params), [offset, scale, bias],
+                      layernorm_reference(offset, (-1,), 1e-5, scale, bias)),
+    }
+    got = run_all({k: (kernel, inputs, want.shape) for k, (kernel, inputs, want) in cases.items()})
+    return {k: (got[k], want) for k, (_, _, want) in cases.items()}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_kernel_matches_numpy(shape, schedule, kind):
+    got, want = results(shape, schedule)[kind]
+    if kind in ("max", "min"):  # no rounding: exactly numpy's
+        assert np.array_equal(got, want.astype(np.float32))
+    else:
+        assert relative_error(got, want) < RTOL
+
+
+def test_layernorm_over_trailing_dims_with_broadcast_scale():
+    """Normalizing the last two dims of a rank-4 tensor: rows and columns unravel into
+    several dims, the scale broadcasts along one of them, no bias."""
+    problem = RowProblem((3, 5, 6, 20), axis=2)
+    x = data(problem.shape)
+    scale = data((1, 20), 1)
+    got = run(layernorm_kernel("ln", problem, 1e-3, scale.shape), [x, scale], problem.shape)
+    assert relative_error(got, layernorm_reference(x, (2, 3), 1e-3, scale, None)) < RTOL
+
+
+def test_reduce_over_trailing_dims_into_any_output_shape():
+    """ReduceMean over the last two dims (a global average pool) of NCHW, keepdims=0."""
+    problem = RowProblem.from_axes((2, 3, 7, 9), [-1, 2])
+    assert (problem.rows, problem.cols) == (6, 63)
+    x = data(problem.shape)
+    got = run(reduce_kernel("gap", "mean", problem, (2, 3)), [x], (2, 3))
+    assert relative_error(got, x.astype(np.float64).mean((2, 3))) < RTOL
+
+
+def test_full_reduction_to_a_scalar():
+    problem = RowProblem((1000,), axis=0)
+    x = data((1000,)) + 1
+    got = run(reduce_kernel("total", "sum", problem, ()), [x], (1,))
+    assert relative_error(got, x.astype(np.float64).sum(keepdims=True)) < RTOL
+
+
+# ---- the cross-warp barrier ------------------------------------------------------------
+
+
+def sums_with_barriers(remove: bool) -> tuple[np.ndarray, np.ndarray]:
+    problem = RowProblem((8, 1000))
+    kernel = reduce_kernel("red", "sum", problem, params=ReduceParams(256, 2))
+    module = lower(kernel)
+    (barrier,) = [op for op in module.walk() if isinstance(op, tmgpu.BarrierOp)]
+    if remove:
+        barrier.detach()
+        barrier.erase()
+    x = data(problem.shape) + 1
+    got = run(kernel, [x], problem.keepdims_shape, module)
+    return got, x.astype(np.float64).sum(-1, keepdims=True)
+
+
+def test_block_per_row_needs_its_barrier():
+    got, want = sums_with_barriers(remove=False)
+    assert relative_error(got, want) < RTOL
+    got, want = sums_with_barriers(remove=True)
+    assert not np.abs(got - want).max() < 1.0  # NaN (unwritten partials) or a wrong sum
+
+
+def test_warp_per_row_has_no_barrier_and_no_shared_memory():
+    module = lower(softmax_kernel("softmax", RowProblem((64, 1000)), params=WARP_PER_ROW))
+    ops = list(module.walk())
+    assert not any(isinstance(op, tmgpu.BarrierOp | tmgpu.SharedAllocOp) for op in ops)
+    assert sum(isinstance(op, tmgpu.ShuffleOp) for op in ops) == 2 * 5  # two statistics
+
+
+# ---- parameters and problems -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("shape", "expected"), [
+    ((1, 1), (1, 32)),  # one column: 32 rows per warp
+    ((3, 7), (8, 4)),  # 8 lanes per row, 4 rows: one warp
+    ((128, 33), (32, 8)),  # a warp per row, 8 rows per block
+    ((64, 1000), (32, 8)),
+    ((5, 4096), (256, 1)),  # a block per row
+    ((2, 100000), (1024, 1)),
+])
+def test_default_params(shape, expected):
+    params = ReduceParams.default_for(RowProblem(shape))
+    assert (params.threads_per_row, params.rows_per_block) == expected
+    assert params.threads % 32 == 0
+
+
+@pytest.mark.parametrize(("threads", "rows", "message"), [
+    (48, 2, "power of two"),
+    (2048, 1, "power of two"),
+    (512, 4, "1 to 1024 threads"),
+    (4, 2, "whole warps"),
+])
+def test_bad_params(threads, rows, message):
+    with pytest.raises(ValueError, match=message):
+        ReduceParams(threads, rows)
+
+
+def test_problems():
+    assert RowProblem((), -1).shape == (1,)
+    p = RowProblem((2, 3, 4), axis=1)
+    assert (p.rows, p.cols, p.keepdims_shape) == (2, 12, (2, 1, 1))
+    assert RowProblem.from_axes((2, 3, 1), [1]).axis == 1  # a trailing unit dim is free
+    with pytest.raises(ValueError, match="not the trailing dims"):
+        RowProblem.from_axes((2, 3, 4), [1])
+    with pytest.raises(ValueError, match="out of range"):
+        RowProblem((2, 3), axis=2)
+    with pytest.raises(ValueError, match="does not hold 2 rows"):
+        reduce_kernel("r", "sum", RowProblem((2, 3)), (3,))
+    with pytest.raises(ValueError, match="unknown reduction 'prod'"):
+        reduce_kernel("r", "prod", RowProblem((2, 3)))
+    with pytest.raises(ValueError, match="does not broadcast"):
+        layernorm_kernel("ln", RowProblem((2, 3)), scale_shape=(2, 3))
+
+
+# ---- ptxas -----------------------------------------------------------------------------
+
+KERNELS = {
+    "sum": lambda p, P: reduce_kernel("k", "sum", p, params=P),
+    "max": lambda p, P: reduce_kernel("k", "max", p, params=P),
+    "softmax": lambda p, P: softmax_kernel("k", p, False, P),
+    "log_softmax": lambda p, P: softmax_kernel("k", p, True, P),
+    "layernorm": lambda p, P: layernorm_kernel("k", p, 1e-5, p.col_shape, p.col_shape, P),
+}
+
+
+@needs_nvcc
+@pytest.mark.parametrize("kind", KERNELS)
+@pytest.mark.parametrize("params", [WARP_PER_ROW, BLOCK_PER_ROW], ids=["warp", "block"])
+def test_kernels_compile_without_spills(kind, params):
+    problem = RowProblem((64, 1000))
+    stats = ptxas_stats(emit_cuda(lower(KERNELS[kind](problem, params))).source, "sm_90")["k"]
+    assert stats.spill_bytes == 0 and stats.local_bytes == 0
+    assert 0 < stats.registers <= 64
+    statistics = 1 if kind in ("sum", "max") else 2
+    assert stats.shared_bytes == params.shared_bytes(statistics)

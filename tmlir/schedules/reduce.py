@@ -1,0 +1,410 @@
+"""Row reductions with warp shuffles: reduce (sum, mean, max, min), softmax, layernorm.
+
+A tensor of shape ``(d0, ..., dn)`` is viewed as ``rows x cols`` where the reduced dims
+are the trailing ones, from ``axis`` on: ``rows = d0 * ... * d(axis-1)``,
+``cols = d(axis) * ... * dn``. That view is a reshape, so each row is contiguous in
+memory. (A reduced axis followed by kept dims -- a strided row -- is not supported yet.)
+
+Each row belongs to ``T = threads_per_row`` threads of a block holding
+``R = rows_per_block`` rows::
+
+    blocks   spatial(ceil(rows / R))                 on block_id
+    threads  spatial(R, T)                           on thread_id -> (r, t)
+    columns  repeat(ceil(cols / T)) * spatial(T)     on t: a strided slice per thread
+
+and a statistic of a row (its max, its sum, ...) takes three steps:
+
+1. every thread accumulates its strided slice into a register; consecutive threads read
+   consecutive columns, so the loads coalesce;
+2. a butterfly of warp shuffles, ``v = op(v, shuffle xor v, m)`` for
+   ``m = min(T, 32) / 2, ..., 1``, leaves the warp's part of the row in every lane (with
+   ``T < 32`` a warp holds ``32 / T`` rows, and masks below ``T`` never cross rows);
+3. when a row spans ``W = T / 32`` warps, lane 0 of each warp writes its value to
+   ``partial[r][warp]`` in shared memory, the block meets at a barrier, each lane reads
+   ``partial[r][lane % W]`` and a second butterfly over ``m = W / 2, ..., 1`` combines them.
+
+Every thread of the row ends with the row's value, bitwise the same in all of them.
+``T <= 32`` is a warp (or part of one) per row, for short rows; ``T > 32`` a block (or a
+part of one) per row, for long rows. A block is whole warps and every thread executes
+every shuffle and barrier: rows past the tensor and columns past the row are masked only
+around the loads and stores, as CUDA's full-mask shuffles require. Each statistic has its
+own shared ``partial`` buffer, so one barrier per statistic is enough.
+
+Kernels: :func:`reduce_kernel`, :func:`softmax_kernel` (and log-softmax),
+:func:`layernorm_kernel`. One pass over the row per statistic plus one for the output;
+the row is read again from global memory each time (no register caching yet).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
+
+from xdsl.dialects import arith
+from xdsl.dialects import math as xmath
+from xdsl.ir import Operation, SSAValue
+
+from tmlir.dialects import tm
+from tmlir.mapping import repeat, spatial
+from tmlir.schedules.builder import Index, IRBuilder
+from tmlir.schedules.common import broadcast_index, f32_memref, kernel_attributes, name_args
+
+WARP = 32
+REDUCE_KINDS = ("sum", "mean", "max", "min")
+#: The target block size of the default parameters.
+DEFAULT_BLOCK = 256
+#: Above this many columns a row gets more than one warp by default.
+WARP_PER_ROW_MAX_COLS = 1024
+
+
+def _is_pow2(x: int) -> bool:
+    return x >= 1 and x & (x - 1) == 0
+
+
+def _next_pow2(x: int) -> int:
+    return 1 << max(0, x - 1).bit_length()
+
+
+@dataclass(frozen=True)
+class RowProblem:
+    """A tensor of `shape` reduced over its trailing dims, from `axis` (may be negative) on.
+
+    A rank-0 shape is taken as ``(1,)``, as buffers store it.
+    """
+
+    shape: tuple[int, ...]
+    axis: int = -1
+
+    def __post_init__(self) -> None:
+        shape = tuple(self.shape) or (1,)
+        axis = self.axis + len(shape) if self.axis < 0 else self.axis
+        if not 0 <= axis < len(shape):
+            raise ValueError(f"axis {self.axis} is out of range for shape {list(shape)}")
+        if any(d < 1 for d in shape):
+            raise ValueError(f"shape {list(shape)} must have extents >= 1")
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "axis", axis)
+
+    @classmethod
+    def from_axes(cls, shape: Sequence[int], axes: Sequence[int]) -> RowProblem:
+        """The problem of reducing `axes` (ONNX-style: any order, negative allowed).
+
+        They must be trailing: every dim from the first reduced one on is reduced or has
+        extent 1. Raises ValueError otherwise (the row would be strided).
+        """
+        shape = tuple(shape)
+        rank = len(shape)
+        reduced = sorted({a + rank if a < 0 else a for a in axes})
+        if not reduced or reduced[0] < 0 or reduced[-1] >= rank:
+            raise ValueError(f"axes {list(axes)} are not valid dims of a rank-{rank} tensor")
+        first = reduced[0]
+        if any(d not in reduced and shape[d] != 1 for d in range(first, rank)):
+            raise ValueError(
+                f"axes {list(axes)} of shape {list(shape)} are not the trailing dims: the "
+                "reduce template needs contiguous rows"
+            )
+        return cls(shape, first)
+
+    @property
+    def row_shape(self) -> tuple[int, ...]:
+        return self.shape[:self.axis]
+
+    @property
+    def col_shape(self) -> tuple[int, ...]:
+        return self.shape[self.axis:]
+
+    @property
+    def rows(self) -> int:
+        return math.prod(self.row_shape)
+
+    @property
+    def cols(self) -> int:
+        return math.prod(self.col_shape)
+
+    @property
+    def keepdims_shape(self) -> tuple[int, ...]:
+        """The reduced tensor with the reduced dims kept as 1 (ONNX's keepdims=1)."""
+        return self.row_shape + (1,) * len(self.col_shape)
+
+
+@dataclass(frozen=True)
+class ReduceParams:
+    """Threads per row (a power of two) and rows per block; a block is whole warps."""
+
+    threads_per_row: int = WARP
+    rows_per_block: int = 8
+
+    def __post_init__(self) -> None:
+        t, r = self.threads_per_row, self.rows_per_block
+        if not _is_pow2(t) or t > tm.MAX_THREADS_PER_BLOCK:
+            raise ValueError(f"threads_per_row must be a power of two in [1, 1024], got {t}")
+        if r < 1 or t * r > tm.MAX_THREADS_PER_BLOCK:
+            raise ValueError(f"rows_per_block x threads_per_row must be 1 to 1024 threads, got {r} x {t}")
+        if (t * r) % WARP:
+            raise ValueError(
+                f"a block must be whole warps (every lane takes part in the shuffles), got {r} x {t}"
+            )
+
+    @property
+    def threads(self) -> int:
+        return self.threads_per_row * self.rows_per_block
+
+    @property
+    def lanes_per_row(self) -> int:
+        """Lanes of one warp that share a row (the first butterfly's width)."""
+        return min(self.threads_per_row, WARP)
+
+    @property
+    def warps_per_row(self) -> int:
+        return max(1, self.threads_per_row // WARP)
+
+    def blocks(self, problem: RowProblem) -> int:
+        return math.ceil(problem.rows / self.rows_per_block)
+
+    def per_thread(self, problem: RowProblem) -> int:
+        """Columns each thread visits (the strided slice's length)."""
+        return math.ceil(problem.cols / self.threads_per_row)
+
+    def shared_bytes(self, statistics: int) -> int:
+        return 4 * statistics * self.rows_per_block * self.warps_per_row if self.warps_per_row > 1 else 0
+
+    def describe(self) -> dict[str, int | str]:
+        return {"threads_per_row": self.threads_per_row, "rows_per_block": self.rows_per_block,
+                "threads": self.threads}
+
+    @classmethod
+    def default_for(cls, problem: RowProblem) -> ReduceParams:
+        """Rows of up to 32 columns: a power-of-two part of a warp per row; up to 1024: a
+        warp per row; longer rows: ``cols / 16`` threads (64 to 1024) per row. Rows are
+        stacked up to about 256 threads per block, no more than the problem has."""
+        cols = problem.cols
+        if cols <= WARP:
+            t = _next_pow2(cols)
+        elif cols <= WARP_PER_ROW_MAX_COLS:
+            t = WARP
+        else:
+            t = min(tm.MAX_THREADS_PER_BLOCK, max(2 * WARP, _next_pow2(math.ceil(cols / 16))))
+        r = min(max(1, DEFAULT_BLOCK // t), _next_pow2(problem.rows))
+        return cls(t, max(r, WARP // t))
+
+
+Combine = type[Operation]
+"""A binary float op combining two partial results (arith.AddfOp, arith.MaxnumfOp, ...)."""
+IDENTITY = {arith.AddfOp: 0.0, arith.MaxnumfOp: -math.inf, arith.MinnumfOp: math.inf}
+
+
+class _RowSchedule:
+    """The skeleton every kernel of this file shares: blocks and threads mapped to rows,
+    each thread's strided slice of its row, and row statistics (accumulate, butterfly,
+    cross-warp combine)."""
+
+    def __init__(self, name: str, op: str, problem: RowProblem, params: ReduceParams,
+                 args: Sequence[tuple[str, Sequence[int]]], statistics: Sequence[str]) -> None:
+        self.p, self.P = problem, params
+        self.kernel = tm.KernelOp(
+            name, [f32_memref(shape) for _, shape in args], params.blocks(problem),
+            params.threads,
+            kernel_attributes("reduce", {"op": op, **params.describe(), "rows": problem.rows,
+                                         "cols": problem.cols}),
+        )
+        name_args(self.kernel, [n for n, _ in args])
+        self.args = dict(zip((n for n, _ in args), self.kernel.args))
+        b = self.b = IRBuilder.at_end(self.kernel.body.block)
+        self.bid = b.insert(tm.BlockIdOp(), "bid").results[0]
+        self.tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
+        self.acc = b.insert(tm.AllocOp("register", f32_memref((1,))), "acc").results[0]
+        shape = (params.rows_per_block, params.warps_per_row)
+        self.partials = {
+            s: b.insert(tm.AllocOp("shared", f32_memref(shape)), f"{s}_partial").results[0]
+            for s in statistics
+        } if params.warps_per_row > 1 else {}
+
+    @contextmanager
+    def rows(self) -> Iterator[None]:
+        """The block's rows and each thread's (row, thread-in-row); sets ``row``, ``t``,
+        ``row_ok`` (None when every row is inside the tensor) and the row's coordinates."""
+        b, p, P = self.b, self.p, self.P
+        with (
+            b.for_task(spatial(P.blocks(p)), self.bid, ["blk"]) as (blk,),
+            b.for_task(spatial(P.rows_per_block, P.threads_per_row), self.tid, ["r", "t"])
+            as (r, t),
+        ):
+            self.r, self.t = r, t
+            self.row = b.add(b.mul(blk, P.rows_per_block), r, "row")
+            self.row_ok = b.lt(self.row, p.rows, "row_ok") if p.rows % P.rows_per_block else None
+            self.row_coords = b.unravel(self.row, p.row_shape, in_range=True)
+            if P.warps_per_row > 1:
+                self.warp = b.div(t, WARP, "warp")
+                self.lane = b.rem(t, WARP, "lane")
+            yield
+
+    @contextmanager
+    def columns(self) -> Iterator[tuple[list[Index], list[Index]]]:
+        """The thread's strided slice ``repeat(K) * spatial(T)`` of its row; the body runs
+        only for columns inside the row and rows inside the tensor. Yields (the element's
+        index in the input, its coordinates in the reduced dims)."""
+        b, p, P = self.b, self.p, self.P
+        k, t = P.per_thread(p), P.threads_per_row
+        if t == 1:
+            mapping, worker = repeat(k), None
+        else:
+            mapping, worker = (spatial(t) if k == 1 else repeat(k) * spatial(t)), self.t
+        with b.for_task(mapping, worker, ["c"]) as (c,):
+            conditions = [self.row_ok] if self.row_ok is not None else []
+            if p.cols % t:
+                conditions.append(b.lt(c, p.cols, "in_row"))
+            condition = conditions[0] if conditions else None
+            if len(conditions) == 2:
+                condition = b.fop(arith.AndIOp, *conditions, name="in_range")
+            with b.if_(condition) if condition is not None else nullcontext():
+                col = b.unravel(c, p.col_shape, in_range=True)
+                yield [*self.row_coords, *col], col
+
+    def statistic(self, name: str, combine: Combine,
+                  element: Callable[[SSAValue], SSAValue] = lambda x: x) -> SSAValue:
+        """``combine`` over the row of ``element(x)``, in every thread of the row."""
+        b, P = self.b, self.P
+        b.store(b.f32(IDENTITY[combine]), self.acc, [0])
+        with self.columns() as (index, _):
+            value = element(b.load(self.args["x"], index, name="v"))
+            b.store(b.fop(combine, b.load(self.acc, [0]), value), self.acc, [0])
+        value = self._butterfly(b.load(self.acc, [0], name=name), combine, P.lanes_per_row, name)
+        if P.warps_per_row == 1:
+            return value
+        partial = self.partials[name]
+        with b.if_(b.eq(self.lane, 0, "first_lane")):
+            b.store(value, partial, [self.r, self.warp])
+        b.insert(tm.BarrierOp())
+        value = b.load(partial, [self.r, b.rem(self.lane, P.warps_per_row)], name=name)
+        return self._butterfly(value, combine, P.warps_per_row, name)
+
+    def _butterfly(self, value: SSAValue, combine: Combine, lanes: int, name: str) -> SSAValue:
+        """``value = combine(value, shuffle xor value, m)`` for m = lanes / 2, ..., 1."""
+        b = self.b
+        mask = lanes // 2
+        while mask:
+            other = b.insert(tm.ShuffleOp(value, "xor", mask), f"{name}_xor{mask}").results[0]
+            value = b.fop(combine, value, other, name=name)
+            mask //= 2
+        return value
+
+    def single_thread(self) -> AbstractContextManager[None]:
+        """Thread 0 of each row inside the tensor (for a per-row store)."""
+        b = self.b
+        first = b.eq(self.t, 0, "first")
+        if self.row_ok is not None:
+            first = b.fop(arith.AndIOp, first, self.row_ok)
+        return b.if_(first)
+
+
+def _fdiv(b: IRBuilder, x: SSAValue, y: float, name: str) -> SSAValue:
+    return b.fop(arith.DivfOp, x, b.f32(y), name=name)
+
+
+def reduce_kernel(name: str, kind: str, problem: RowProblem,
+                  out_shape: Sequence[int] | None = None,
+                  params: ReduceParams | None = None) -> tm.KernelOp:
+    """A kernel ``(x, out)``: `kind` (sum, mean, max, min) of each row of `problem`.
+
+    `out_shape` is the output buffer's shape, any shape of ``rows`` elements (default
+    ``problem.keepdims_shape``; a rank-0 output is ``(1,)``).
+    """
+    if kind not in REDUCE_KINDS:
+        raise ValueError(f"unknown reduction '{kind}', expected one of {', '.join(REDUCE_KINDS)}")
+    out_shape = tuple(problem.keepdims_shape if out_shape is None else out_shape) or (1,)
+    if math.prod(out_shape) != problem.rows:
+        raise ValueError(f"output shape {list(out_shape)} does not hold {problem.rows} rows")
+    P = params or ReduceParams.default_for(problem)
+    combine = {"sum": arith.AddfOp, "mean": arith.AddfOp, "max": arith.MaxnumfOp,
+               "min": arith.MinnumfOp}[kind]
+    stat = f"row_{'sum' if kind == 'mean' else kind}"
+    s = _RowSchedule(name, kind, problem, P, [("x", problem.shape), ("out", out_shape)], [stat])
+    b = s.b
+    with s.rows():
+        value = s.statistic(stat, combine)
+        if kind == "mean":
+            value = _fdiv(b, value, float(problem.cols), "mean")
+        with s.single_thread():
+            b.store(value, s.args["out"], b.unravel(s.row, out_shape, in_range=True))
+    return s.kernel
+
+
+def softmax_kernel(name: str, problem: RowProblem, log: bool = False,
+                   params: ReduceParams | None = None) -> tm.KernelOp:
+    """A kernel ``(x, out)``: softmax (``log``: log-softmax) of each row of `problem`:
+    ``exp(x - max) / sum(exp(x - max))`` and ``x - max - log(sum(exp(x - max)))``."""
+    P = params or ReduceParams.default_for(problem)
+    op = "log_softmax" if log else "softmax"
+    s = _RowSchedule(name, op, problem, P, [("x", problem.shape), ("out", problem.shape)],
+                     ["row_max", "row_sum"])
+    b = s.b
+    with s.rows():
+        row_max = s.statistic("row_max", arith.MaxnumfOp)
+        row_sum = s.statistic(
+            "row_sum", arith.AddfOp,
+            lambda x: b.fop(xmath.ExpOp, b.fop(arith.SubfOp, x, row_max)))
+        if log:
+            log_sum = b.fop(xmath.LogOp, row_sum, name="log_sum")
+        else:
+            inv_sum = b.fop(arith.DivfOp, b.f32(1.0), row_sum, name="inv_sum")
+        with s.columns() as (index, _):
+            shifted = b.fop(arith.SubfOp, b.load(s.args["x"], index, name="v"), row_max)
+            y = (b.fop(arith.SubfOp, shifted, log_sum) if log
+                 else b.fop(arith.MulfOp, b.fop(xmath.ExpOp, shifted), inv_sum))
+            b.store(y, s.args["out"], index)
+    return s.kernel
+
+
+def layernorm_kernel(name: str, problem: RowProblem, epsilon: float = 1e-5,
+                     scale_shape: Sequence[int] | None = None,
+                     bias_shape: Sequence[int] | None = None,
+                     params: ReduceParams | None = None) -> tm.KernelOp:
+    """A kernel ``(x, [scale,] [bias,] out)``: each row normalized to zero mean and unit
+    variance, then times ``scale`` and plus ``bias`` (each optional, broadcast numpy-style
+    to the reduced dims ``problem.col_shape``):
+    ``(x - mean) / sqrt(var + epsilon) * scale + bias``.
+
+    The variance is two-pass, ``mean((x - mean)^2)``: no cancellation as in
+    ``E[x^2] - E[x]^2``.
+    """
+    P = params or ReduceParams.default_for(problem)
+    for what, shape in (("scale", scale_shape), ("bias", bias_shape)):
+        if shape is not None and not _broadcasts(tuple(shape), problem.col_shape):
+            raise ValueError(f"{what} shape {list(shape)} does not broadcast to the normalized "
+                             f"shape {list(problem.col_shape)}")
+    args = [("x", problem.shape)]
+    args += [("scale", tuple(scale_shape))] if scale_shape is not None else []
+    args += [("bias", tuple(bias_shape))] if bias_shape is not None else []
+    s = _RowSchedule(name, "layernorm", problem, P, [*args, ("out", problem.shape)],
+                     ["row_sum", "row_sq"])
+    b = s.b
+    cols = float(problem.cols)
+    with s.rows():
+        mean = _fdiv(b, s.statistic("row_sum", arith.AddfOp), cols, "mean")
+
+        def square(x: SSAValue) -> SSAValue:
+            d = b.fop(arith.SubfOp, x, mean)
+            return b.fop(arith.MulfOp, d, d)
+
+        var = _fdiv(b, s.statistic("row_sq", arith.AddfOp, square), cols, "var")
+        std = b.fop(xmath.SqrtOp, b.fop(arith.AddfOp, var, b.f32(epsilon)))
+        rstd = b.fop(arith.DivfOp, b.f32(1.0), std, name="rstd")
+        with s.columns() as (index, col):
+            x = b.load(s.args["x"], index, name="v")
+            y = b.fop(arith.MulfOp, b.fop(arith.SubfOp, x, mean), rstd)
+            for what, hint, op_type in (("scale", "gamma", arith.MulfOp),
+                                        ("bias", "beta", arith.AddfOp)):
+                if what in s.args:
+                    shape = s.args[what].type.get_shape()
+                    v = b.load(s.args[what], broadcast_index(col, problem.col_shape, shape),
+                               name=hint)
+                    y = b.fop(op_type, y, v)
+            b.store(y, s.args["out"], index)
+    return s.kernel
+
+
+def _broadcasts(shape: tuple[int, ...], to: tuple[int, ...]) -> bool:
+    return len(shape) <= len(to) and all(
+        d in (1, t) for d, t in zip(reversed(shape), reversed(to)))
