@@ -13,7 +13,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import Float32Type, FloatAttr, IndexType, IntegerAttr, UnitAttr
+from xdsl.dialects.builtin import (
+    Float32Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    UnitAttr,
+)
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -66,6 +73,12 @@ class IRBuilder:
             return b
         return self._binary(arith.AddiOp, a, b, name)
 
+    def sub(self, a: Index, b: Index, name: str | None = None) -> Index:
+        """``a - b``, for a caller that knows ``a >= b`` (indices are non-negative)."""
+        if isinstance(a, int) and isinstance(b, int):
+            return a - b
+        return a if b == 0 else self._binary(arith.SubiOp, a, b, name)
+
     def mul(self, a: Index, b: Index, name: str | None = None) -> Index:
         if isinstance(a, int) and isinstance(b, int):
             return a * b
@@ -108,6 +121,19 @@ class IRBuilder:
     def lt(self, a: Index, b: Index, name: str | None = None) -> SSAValue:
         return self.insert(arith.CmpiOp(self.value(a), self.value(b), "ult"), name).results[0]
 
+    def eq(self, a: Index, b: Index, name: str | None = None) -> SSAValue:
+        return self.insert(arith.CmpiOp(self.value(a), self.value(b), "eq"), name).results[0]
+
+    def ge(self, a: Index, b: Index, name: str | None = None) -> SSAValue:
+        return self.insert(arith.CmpiOp(self.value(a), self.value(b), "uge"), name).results[0]
+
+    def all_of(self, conditions: Sequence[SSAValue]) -> SSAValue | None:
+        """The conjunction of i1 `conditions` (None when there are none)."""
+        result: SSAValue | None = None
+        for c in conditions:
+            result = c if result is None else self.fop(arith.AndIOp, result, c)
+        return result
+
     def _binary(self, op_type, a: Index, b: Index, name: str | None) -> SSAValue:
         return self.insert(op_type(self.value(a), self.value(b)), name).results[0]
 
@@ -117,6 +143,24 @@ class IRBuilder:
         """``tm.load`` (indices materialized; `guard`: dims checked against the shape)."""
         op = tm.LoadOp(buffer, [self.value(i) for i in indices], guard)
         return self.insert(op, name).results[0]
+
+    def load_if(self, condition: SSAValue | None, buffer: SSAValue, indices: Sequence[Index],
+                name: str | None = None) -> SSAValue:
+        """``buffer[indices]`` where `condition` holds, else 0: a ``tm.load`` inside an
+        ``scf.if`` (for predicates that are not bounds of the buffer's dims, such as
+        padding; a plain load when `condition` is None). The indices may be computed
+        outside; the load is done only under the condition."""
+        if condition is None:
+            return self.load(buffer, indices, name=name)
+        assert isinstance(buffer.type, MemRefType)
+        elem = buffer.type.element_type
+        then, other = Block(), Block()
+        with self.at(then):
+            self.insert(scf.YieldOp(self.load(buffer, indices)))
+        with self.at(other):
+            zero = FloatAttr(0.0, elem) if isinstance(elem, Float32Type) else IntegerAttr(0, elem)
+            self.insert(scf.YieldOp(self.insert(arith.ConstantOp(zero)).results[0]))
+        return self.insert(scf.IfOp(condition, [elem], [then], [other]), name).results[0]
 
     def store(self, value: SSAValue, buffer: SSAValue, indices: Sequence[Index],
               guard: Sequence[int] = ()) -> None:

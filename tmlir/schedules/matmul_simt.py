@@ -31,6 +31,12 @@ tile that consecutive threads fill along k are padded (``32 / block_k`` floats) 
 stores do not conflict on banks: the tile's layout is ``row_major(2, block_k, block_m,
 pad=32 / block_k)`` (see ``tmlir.layout``), indexed with logical coordinates.
 
+The schedule itself is `simt_gemm`; what a block reads and writes is pluggable
+(`GemmOperands`: an element load for A, one for B, a store for C), so the same schedule
+serves `matmul_simt_kernel` (plain, maybe transposed and broadcast operands; alpha, beta
+and a bias) and the implicit-GEMM convolution of ``conv2d.py`` (B an im2col view of the
+input, loaded under a computed predicate).
+
 The parameters form a small hardware-centric space, declared at the end of this file
 (``MATMUL_SIMT_SPACE``): about 200 valid candidates for a large fp32 problem.
 """
@@ -38,7 +44,7 @@ The parameters form a small hardware-centric space, declared at the end of this 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -206,11 +212,26 @@ def _pair(p: Pair) -> str:
     return f"{p[0]}x{p[1]}"
 
 
+#: Element ``(outer, k)`` of a GEMM operand, loaded from global memory: `outer` is the
+#: global row (A) or column (B) index, `k` the global k index; 0 past the operand's end.
+ElementLoad = Callable[[Index, Index], SSAValue]
+#: Writes element ``(row, col)`` of the result from its accumulated sum.
+ResultStore = Callable[[Index, Index, SSAValue], None]
+
+
+@dataclass(frozen=True)
+class GemmOperands:
+    """Where one block's GEMM reads its operands and writes its result: the part of the
+    template that a matmul and an implicit-GEMM convolution do differently."""
+
+    load_a: ElementLoad
+    load_b: ElementLoad
+    store_c: ResultStore
+
+
 def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtParams) -> tm.KernelOp:
     """A kernel ``(A, B, [bias,] C)`` for `problem` with the schedule `params`."""
     p, P = problem, params
-    tile_grid = P.tile_grid(p)
-    k_tiles = math.ceil(p.k / P.block_k)
     arg_shapes = [p.lhs_shape, p.rhs_shape, *([p.bias_shape] if p.bias_shape else []), p.out_shape]
     kernel = tm.KernelOp(
         name, [f32_memref(s) for s in arg_shapes], P.blocks(p), P.threads,
@@ -219,13 +240,68 @@ def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtPara
     name_args(kernel, ["A", "B", *(["bias"] if p.bias_shape else []), "C"])
     a, bmat, *rest = kernel.args
     bias, c = (rest[0], rest[1]) if p.bias_shape else (None, rest[0])
+    rank = len(p.out_shape)
+    guarded_out = {d for d, g in ((rank - 2, p.m % P.block_m), (rank - 1, p.n % P.block_n)) if g}
+    guard_k = p.k % P.block_k != 0
+    # Operand dims checked against the shape: rows/cols past a partial tile, k past a tail.
+    a_guard = _operand_guard(len(p.lhs_shape), p.transpose_lhs, p.m % P.block_m != 0, guard_k)
+    b_guard = _operand_guard(len(p.rhs_shape), not p.transpose_rhs, p.n % P.block_n != 0, guard_k)
+
+    def block_operands(b: IRBuilder, batch_coords: Sequence[Index]) -> GemmOperands:
+        a_batch = broadcast_index(batch_coords, p.batch_shape, p.lhs_shape[:-2])
+        b_batch = broadcast_index(batch_coords, p.batch_shape, p.rhs_shape[:-2])
+
+        def load_a(row: Index, k: Index) -> SSAValue:
+            return b.load(a, [*a_batch, *((k, row) if p.transpose_lhs else (row, k))], a_guard)
+
+        def load_b(col: Index, k: Index) -> SSAValue:
+            return b.load(bmat, [*b_batch, *((col, k) if p.transpose_rhs else (k, col))], b_guard)
+
+        def store_c(row: Index, col: Index, value: SSAValue) -> None:
+            if p.alpha != 1.0:
+                value = b.fop(arith.MulfOp, value, b.f32(p.alpha))
+            out_coords = [*batch_coords, row, col]
+            if bias is not None and p.bias_shape is not None:
+                index = broadcast_index(out_coords, p.out_shape, p.bias_shape)
+                guards = broadcast_guards(p.out_shape, p.bias_shape, guarded_out)
+                bv = b.load(bias, index, guards, name="bias")
+                if p.beta != 1.0:
+                    bv = b.fop(arith.MulfOp, bv, b.f32(p.beta))
+                value = b.fop(arith.AddfOp, value, bv)
+            b.store(value, c, out_coords, sorted(guarded_out))
+
+        return GemmOperands(load_a, load_b, store_c)
+
+    simt_gemm(kernel, p, P, block_operands)
+    return kernel
+
+
+def _operand_guard(rank: int, k_major: bool, guard_outer: bool, guard_k: bool) -> list[int]:
+    dim_o, dim_k = (rank - 1, rank - 2) if k_major else (rank - 2, rank - 1)
+    return sorted(d for d, g in ((dim_o, guard_outer), (dim_k, guard_k)) if g)
+
+
+def simt_gemm(kernel: tm.KernelOp, problem: MatmulProblem, params: MatmulSimtParams,
+              block_operands: Callable[[IRBuilder, Sequence[Index]], GemmOperands],
+              block_names: Sequence[str] = ("batch", "tile_m", "tile_n")) -> None:
+    """Fill `kernel` (grid and block from `params`) with the double-buffered GEMM of
+    `problem`'s M, N, K and batch.
+
+    `block_operands(b, batch_coords)` is called once inside the block's mapping with the
+    block's batch coordinates; what it returns reads A (``M x K``, copied in its memory
+    order: along k unless ``problem.transpose_lhs``), B (``K x N``, along N unless
+    ``problem.transpose_rhs``) and writes C.
+    """
+    p, P = problem, params
+    tile_grid = P.tile_grid(p)
+    k_tiles = math.ceil(p.k / P.block_k)
     b = IRBuilder.at_end(kernel.body.block)
     bid = b.insert(tm.BlockIdOp(), "bid").results[0]
     tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
     warp, lane = b.div(tid, WARP, "warp"), b.rem(tid, WARP, "lane")
     pad_a, pad_b = P.smem_pads(p)
-    a_load = _TileLoad(p.lhs_shape, P.block_m, P.block_k, p.transpose_lhs, P.threads)
-    b_load = _TileLoad(p.rhs_shape, P.block_n, P.block_k, not p.transpose_rhs, P.threads)
+    a_load = _TileLoad(P.block_m, P.block_k, p.transpose_lhs, P.threads)
+    b_load = _TileLoad(P.block_n, P.block_k, not p.transpose_rhs, P.threads)
 
     def alloc(scope: str, shape: tuple[int, ...], name: str,
               layout: DataLayout | None = None) -> SSAValue:
@@ -242,21 +318,15 @@ def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtPara
     a_ldg = alloc("register", (a_load.per_thread,), "a_ldg")
     b_ldg = alloc("register", (b_load.per_thread,), "b_ldg")
     acc = alloc("register", (P.thread_m, P.thread_n), "acc")
-    rank = len(p.out_shape)
-    guarded_out = {d for d, g in ((rank - 2, p.m % P.block_m), (rank - 1, p.n % P.block_n)) if g}
-    guard_k = p.k % P.block_k != 0
 
     with (
-        b.for_task(spatial(*tile_grid), bid, ["batch", "tile_m", "tile_n"])
-        as (bb, tile_m, tile_n),
+        b.for_task(spatial(*tile_grid), bid, list(block_names)) as (bb, tile_m, tile_n),
         b.for_task(spatial(*P.block_warps), warp, ["wi", "wj"]) as (wi, wj),
         b.for_task(spatial(*P.lanes), lane, ["li", "lj"]) as (li, lj),
     ):
-        batch_coords = b.unravel(bb, p.batch_shape, in_range=True)
+        operands = block_operands(b, b.unravel(bb, p.batch_shape, in_range=True))
         row0 = b.mul(tile_m, P.block_m, "row0")
         col0 = b.mul(tile_n, P.block_n, "col0")
-        a_batch = broadcast_index(batch_coords, p.batch_shape, p.lhs_shape[:-2])
-        b_batch = broadcast_index(batch_coords, p.batch_shape, p.rhs_shape[:-2])
 
         def tile_row(oi: Index, ii: Index) -> Index:  # spatial * repeat * spatial * repeat
             return b.add(b.mul(b.add(b.mul(b.add(b.mul(wi, P.warp_outer[0]), oi), P.lanes[0]),
@@ -268,8 +338,8 @@ def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtPara
 
         def global_to_registers(k_tile: Index) -> None:
             k0 = b.mul(k_tile, P.block_k, "k0")
-            a_load.to_registers(b, a, a_ldg, tid, a_batch, row0, k0, p.m % P.block_m != 0, guard_k)
-            b_load.to_registers(b, bmat, b_ldg, tid, b_batch, col0, k0, p.n % P.block_n != 0, guard_k)
+            a_load.to_registers(b, operands.load_a, a_ldg, tid, row0, k0)
+            b_load.to_registers(b, operands.load_b, b_ldg, tid, col0, k0)
 
         def registers_to_shared(stage: Index) -> None:
             a_load.to_shared(b, a_ldg, a_smem, stage, tid)
@@ -315,7 +385,8 @@ def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtPara
                 shared_to_fragments(next_stage, 0, 0)
             multiply_accumulate((P.block_k - 1) % 2)
 
-        # Epilogue: C = alpha * acc + beta * bias, guarded where tiles overhang.
+        # Epilogue: each accumulator to its place in C (the caller scales, adds a bias,
+        # guards where tiles overhang).
         with (
             b.for_task(repeat(*P.warp_outer), None, ["oi", "oj"]) as (oi, oj),
             b.for_task(repeat(*P.thread_inner), None, ["ii", "ij"]) as (ii, ij),
@@ -324,18 +395,7 @@ def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtPara
             col = b.add(col0, tile_col(oj, ij), "col")
             value = b.load(acc, [b.add(b.mul(oi, P.thread_inner[0]), ii),
                                  b.add(b.mul(oj, P.thread_inner[1]), ij)], name="sum")
-            if p.alpha != 1.0:
-                value = b.fop(arith.MulfOp, value, b.f32(p.alpha))
-            out_coords = [*batch_coords, row, col]
-            if bias is not None and p.bias_shape is not None:
-                index = broadcast_index(out_coords, p.out_shape, p.bias_shape)
-                guards = broadcast_guards(p.out_shape, p.bias_shape, guarded_out)
-                bv = b.load(bias, index, guards, name="bias")
-                if p.beta != 1.0:
-                    bv = b.fop(arith.MulfOp, bv, b.f32(p.beta))
-                value = b.fop(arith.AddfOp, value, bv)
-            b.store(value, c, out_coords, sorted(guarded_out))
-    return kernel
+            operands.store_c(row, col, value)
 
 
 @dataclass(frozen=True)
@@ -345,10 +405,10 @@ class _TileLoad:
 
     The operand is stored ``(..., outer, k)`` unless `k_major`, when it is
     ``(..., k, outer)``; the copy's mapping ``repeat * spatial`` follows that memory order
-    so consecutive threads read consecutive addresses.
+    so consecutive threads read consecutive addresses. Which global element a task reads
+    is the caller's `ElementLoad`.
     """
 
-    shape: tuple[int, ...]
     outer: int
     block_k: int
     k_major: bool
@@ -383,16 +443,10 @@ class _TileLoad:
             o, k = (cols, rows) if self.k_major else (rows, cols)
             yield reg, o, k
 
-    def to_registers(self, b: IRBuilder, src: SSAValue, regs: SSAValue, tid: SSAValue,
-                     batch: Sequence[Index], o_base: Index, k_base: Index,
-                     guard_o: bool, guard_k: bool) -> None:
-        rank = len(self.shape)
-        dim_o, dim_k = (rank - 1, rank - 2) if self.k_major else (rank - 2, rank - 1)
-        guard = sorted(d for d, g in ((dim_o, guard_o), (dim_k, guard_k)) if g)
+    def to_registers(self, b: IRBuilder, load: ElementLoad, regs: SSAValue, tid: SSAValue,
+                     o_base: Index, k_base: Index) -> None:
         with self._tasks(b, tid) as (reg, o, k):
-            go, gk = b.add(o_base, o), b.add(k_base, k)
-            index = [*batch, *((gk, go) if self.k_major else (go, gk))]
-            b.store(b.load(src, index, guard), regs, [reg])
+            b.store(load(b.add(o_base, o), b.add(k_base, k)), regs, [reg])
 
     def to_shared(self, b: IRBuilder, regs: SSAValue, smem: SSAValue, stage: Index,
                   tid: SSAValue) -> None:

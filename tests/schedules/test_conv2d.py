@@ -1,0 +1,251 @@
+"""The conv2d templates (implicit GEMM on the SIMT matmul template, and the direct kernel):
+run on emu against a float64 numpy convolution, relative error < 1e-5; problem validation;
+ONNX's auto_pad against onnx's reference implementation; registers and spills from ptxas."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import time
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+
+from tmlir.backends.cuda_c import emit_cuda
+from tmlir.backends.emu import compile_emu
+from tmlir.backends.ptx import ptxas_stats
+from tmlir.passes.lower_to_cuda import LowerToCuda
+from tmlir.registry import make_context
+from tmlir.schedules.conv2d import (
+    Conv2dDirectParams,
+    Conv2dProblem,
+    conv2d_default_params,
+    conv2d_kernel,
+    explicit_pads,
+)
+from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulSimtParams
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+RTOL = 1e-5
+
+
+def reference_conv(problem: Conv2dProblem, x: np.ndarray, w: np.ndarray,
+                   bias: np.ndarray | None) -> np.ndarray:
+    """The convolution in float64: zero-padded input, one strided, dilated window per tap."""
+    p = problem
+    n, c, h, wd = p.input_shape
+    top, left, bottom, right = p.pads
+    padded = np.zeros((n, c, h + top + bottom, wd + left + right))
+    padded[:, :, top:top + h, left:left + wd] = x
+    (oh, ow), (sh, sw), (dh, dw) = p.out_hw, p.strides, p.dilations
+    y = np.zeros(p.out_shape)
+    cg, cog = p.group_in, p.group_out
+    for g in range(p.groups):
+        for kh in range(p.kernel[0]):
+            for kw in range(p.kernel[1]):
+                window = padded[:, g * cg:(g + 1) * cg,
+                                kh * dh:kh * dh + (oh - 1) * sh + 1:sh,
+                                kw * dw:kw * dw + (ow - 1) * sw + 1:sw]
+                taps = w[g * cog:(g + 1) * cog, :, kh, kw].astype(np.float64)
+                y[:, g * cog:(g + 1) * cog] += np.einsum("nchw,oc->nohw", window, taps)
+    if bias is not None:
+        y += bias.astype(np.float64)[None, :, None, None]
+    return y
+
+
+def run_conv(problem: Conv2dProblem, params: MatmulSimtParams | Conv2dDirectParams | None = None,
+             seed: int = 0) -> tuple[float, float]:
+    """Run the kernel on emu; (max |y - reference| / max |reference|, launch seconds)."""
+    kernel = conv2d_kernel("conv", problem, params)
+    module = ModuleOp([kernel])
+    module.verify()
+    LowerToCuda().apply(make_context(), module)
+    program = emit_cuda(module)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(problem.input_shape).astype(np.float32)
+    w = rng.standard_normal(problem.weight_shape).astype(np.float32)
+    bias = rng.standard_normal(problem.bias_shape).astype(np.float32) if problem.bias else None
+    y = np.full(problem.out_shape, np.nan, np.float32)  # every element must be written
+    with compile_emu(program.source, [k.signature for k in program.kernels]) as emu:
+        start = time.perf_counter()
+        emu.launch("conv", kernel.grid.data, kernel.block.data,
+                   [x, w, *([bias] if bias is not None else []), y])
+        seconds = time.perf_counter() - start
+    want = reference_conv(problem, x, w, bias)
+    return float(np.abs(y - want).max() / np.abs(want).max()), seconds
+
+
+CASES = {
+    "3x3_pad1": Conv2dProblem((1, 3, 8, 8), (4, 3, 3, 3), pads=(1, 1, 1, 1), bias=True),
+    "stride2": Conv2dProblem((1, 3, 9, 9), (5, 3, 3, 3), strides=(2, 2), pads=(1, 1, 1, 1)),
+    "dilation2": Conv2dProblem((1, 4, 10, 11), (6, 4, 3, 3), dilations=(2, 2),
+                               pads=(2, 2, 2, 2), bias=True),
+    "asymmetric_pads": Conv2dProblem((1, 3, 8, 7), (4, 3, 3, 2), strides=(1, 2),
+                                     pads=(0, 1, 2, 0)),
+    "1x1": Conv2dProblem((1, 16, 7, 7), (24, 16, 1, 1), bias=True),
+    "groups2": Conv2dProblem((1, 16, 8, 8), (20, 8, 3, 3), pads=(1, 1, 1, 1), groups=2,
+                             bias=True),
+    "groups2_small": Conv2dProblem((1, 8, 8, 8), (12, 4, 3, 3), pads=(1, 1, 1, 1), groups=2),
+    "depthwise": Conv2dProblem((1, 8, 9, 9), (8, 1, 3, 3), strides=(2, 2), pads=(1, 1, 1, 1),
+                               groups=8, bias=True),
+    "depthwise_multiplier2": Conv2dProblem((2, 4, 7, 6), (8, 1, 3, 3), pads=(1, 0, 1, 2),
+                                           groups=4),
+    "batch2": Conv2dProblem((2, 3, 8, 8), (4, 3, 3, 3), pads=(1, 1, 1, 1), bias=True),
+    "stem_7x7_stride2": Conv2dProblem((2, 3, 32, 30), (16, 3, 7, 7), strides=(2, 2),
+                                      pads=(3, 3, 3, 3), bias=True),
+}
+
+
+@pytest.mark.parametrize("problem", CASES.values(), ids=CASES.keys())
+def test_default_schedule_matches_numpy(problem):
+    assert run_conv(problem)[0] < RTOL
+
+
+def test_resnet_layer_matches_numpy():
+    """1x64x56x56, 3x3, pad 1: GEMM 64 x 3136 x 576 (a fraction of a second on emu)."""
+    problem = Conv2dProblem((1, 64, 56, 56), (64, 64, 3, 3), pads=(1, 1, 1, 1), bias=True)
+    assert isinstance(conv2d_default_params(problem), MatmulSimtParams)
+    error, seconds = run_conv(problem)
+    assert error < RTOL
+    assert seconds < 10
+
+
+def test_either_schedule_computes_any_convolution():
+    """The direct kernel is not only for depthwise convolutions, and the GEMM handles
+    one input channel per group (K = KH * KW, shorter than a k-step)."""
+    grouped = CASES["groups2"]
+    depthwise = CASES["depthwise"]
+    assert run_conv(grouped, Conv2dDirectParams(block=64))[0] < RTOL
+    assert run_conv(depthwise, MatmulSimtParams.default_for(depthwise.gemm))[0] < RTOL
+
+
+SAMPLE_PROBLEMS = {  # partial tiles along M, N and K; one grouped with partial M
+    "2x16x13x11_3x3": Conv2dProblem((2, 16, 13, 11), (24, 16, 3, 3), pads=(1, 1, 1, 1),
+                                    bias=True),
+    "groups3_stride2": Conv2dProblem((1, 30, 12, 12), (36, 10, 3, 3), strides=(2, 2),
+                                     pads=(1, 1, 0, 0), groups=3, bias=True),
+}
+
+
+def sample(problem: Conv2dProblem, count: int, seed: int) -> list[MatmulSimtParams]:
+    candidates = MATMUL_SIMT_SPACE.candidates(problem.gemm)
+    picked = random.Random(seed).sample(candidates, min(count, len(candidates)))
+    default = MatmulSimtParams.default_for(problem.gemm)
+    return picked + ([default] if default not in picked else [])
+
+
+SAMPLED = [
+    pytest.param(problem, params, id=f"{name}-{params.describe()}")
+    for seed, (name, problem) in enumerate(SAMPLE_PROBLEMS.items())
+    for params in sample(problem, 8 if seed == 0 else 4, seed)
+]
+
+
+@pytest.mark.parametrize(("problem", "params"), SAMPLED)
+def test_sampled_candidates_match_numpy(problem, params):
+    assert run_conv(problem, params)[0] < RTOL
+
+
+def test_the_sample_has_partial_tiles():
+    """The sampled candidates cover tiles that overhang M, N and K."""
+    def partial(p: Conv2dProblem, P: MatmulSimtParams) -> tuple[bool, bool, bool]:
+        g = p.gemm
+        return (g.m % P.block_m != 0, g.n % P.block_n != 0, g.k % P.block_k != 0)
+    flags = [partial(*param.values) for param in SAMPLED]
+    assert all(any(f[i] for f in flags) for i in range(3))
+    assert any(f[0] and param.values[0].groups > 1 for f, param in zip(flags, SAMPLED))
+
+
+@pytest.mark.slow
+def test_whole_space_on_one_shape():
+    problem = SAMPLE_PROBLEMS["groups3_stride2"]
+    failures = [P for P in MATMUL_SIMT_SPACE.candidates(problem.gemm)
+                if run_conv(problem, P)[0] >= RTOL]
+    assert not failures
+
+
+def test_shapes_and_implied_gemm():
+    p = Conv2dProblem((2, 32, 15, 16), (64, 8, 3, 5), strides=(2, 1), pads=(1, 2, 0, 2),
+                      dilations=(1, 2), groups=4, bias=True)
+    assert p.out_shape == (2, 64, 7, 12)  # (15 + 1 - 3) // 2 + 1, (16 + 4 - 9) // 1 + 1
+    assert (p.group_in, p.group_out) == (8, 16)
+    gemm = p.gemm
+    assert (gemm.batch, gemm.m, gemm.n, gemm.k) == (4, 16, 2 * 7 * 12, 8 * 3 * 5)
+    assert p.arg_shapes == [(2, 32, 15, 16), (64, 8, 3, 5), (64,), (2, 64, 7, 12)]
+
+
+def test_default_params():
+    assert isinstance(conv2d_default_params(CASES["depthwise"]), Conv2dDirectParams)
+    assert isinstance(conv2d_default_params(CASES["groups2_small"]), Conv2dDirectParams)
+    regular = CASES["groups2"]
+    default = conv2d_default_params(regular)
+    assert default in MATMUL_SIMT_SPACE.candidates(regular.gemm)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"input_shape": (1, 3, 8)}, "input_shape .* must have 4 values"),
+    ({"weight_shape": (4, 2, 3, 3)}, "has 2 input channels per group, expected C_in / groups = 3"),
+    ({"groups": 2}, "groups 2 must divide the input channels \\(3\\)"),
+    ({"strides": (0, 1)}, "strides \\(0, 1\\) and dilations .* must be >= 1"),
+    ({"pads": (-1, 0, 0, 0)}, "pads \\(-1, 0, 0, 0\\) >= 0"),
+    ({"dilations": (5, 1)}, "kernel's height \\(11\\) exceeds the padded input's \\(8\\)"),
+])
+def test_impossible_problems_are_one_line_errors(kwargs, message):
+    args = {"input_shape": (1, 3, 8, 8), "weight_shape": (4, 3, 3, 3), **kwargs}
+    with pytest.raises(ValueError, match=message) as info:
+        Conv2dProblem(**args)
+    assert str(info.value).startswith("conv2d: ") and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER", "VALID"])
+@pytest.mark.parametrize(("size", "kernel", "stride", "dilation"), [
+    ((9, 8), (3, 2), (2, 3), (1, 2)),
+    ((7, 7), (4, 4), (1, 1), (1, 1)),  # an odd total pad of 3
+])
+def test_auto_pad_matches_onnx_reference(auto_pad, size, kernel, stride, dilation):
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    pads = explicit_pads(auto_pad, size, kernel, stride, dilation)
+    problem = Conv2dProblem((1, 2, *size), (3, 2, *kernel), stride, pads, dilation)
+    node = helper.make_node("Conv", ["x", "w"], ["y"], auto_pad=auto_pad,
+                            strides=list(stride), dilations=list(dilation))
+    graph = helper.make_graph(
+        [node], "conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, problem.input_shape),
+         helper.make_tensor_value_info("w", TensorProto.FLOAT, problem.weight_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(problem.input_shape).astype(np.float32)
+    w = rng.standard_normal(problem.weight_shape).astype(np.float32)
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x, "w": w})
+    if auto_pad.startswith("SAME"):
+        assert problem.out_hw == tuple(-(-s // t) for s, t in zip(size, stride))
+    assert want.shape == problem.out_shape
+    np.testing.assert_allclose(reference_conv(problem, x, w, None), want, rtol=1e-4, atol=1e-4)
+
+
+def test_explicit_pads_keeps_or_rejects():
+    assert explicit_pads("NOTSET", (8, 8), (3, 3), pads=(1, 2, 3, 4)) == (1, 2, 3, 4)
+    with pytest.raises(ValueError, match="auto_pad 'SAME'"):
+        explicit_pads("SAME", (8, 8), (3, 3))
+
+
+@needs_nvcc
+@pytest.mark.parametrize("problem", [
+    Conv2dProblem((1, 64, 56, 56), (64, 64, 3, 3), pads=(1, 1, 1, 1), bias=True),
+    Conv2dProblem((8, 3, 224, 224), (64, 3, 7, 7), strides=(2, 2), pads=(3, 3, 3, 3)),
+    Conv2dProblem((1, 256, 14, 14), (512, 256, 1, 1), strides=(2, 2)),
+    Conv2dProblem((1, 32, 112, 112), (32, 1, 3, 3), pads=(1, 1, 1, 1), groups=32, bias=True),
+], ids=["resnet_3x3", "stem_7x7", "downsample_1x1", "depthwise"])
+def test_default_candidate_does_not_spill(problem):
+    module = ModuleOp([conv2d_kernel("conv", problem)])
+    LowerToCuda().apply(make_context(), module)
+    stats = ptxas_stats(emit_cuda(module).source, "sm_90")["conv"]
+    assert stats.spill_bytes == 0 and stats.local_bytes == 0
+    assert 0 < stats.registers <= 255
+    params = conv2d_default_params(problem)
+    if isinstance(params, MatmulSimtParams):
+        assert stats.shared_bytes == params.shared_bytes(problem.gemm)

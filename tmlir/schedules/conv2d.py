@@ -1,0 +1,365 @@
+"""2-D convolution (NCHW): implicit GEMM on the SIMT matmul template, and a direct kernel.
+
+``y[n, co, oh, ow] = sum_{c, kh, kw} x[n, g*Cg + c, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw]
+* w[co, c, kh, kw] (+ bias[co])`` with ``g = co / (C_out / groups)``, ``Cg = C_in / groups``
+and zeros outside the input (the padding).
+
+**Implicit GEMM.** Per group ``g`` the convolution is the GEMM ``Y_g = W_g @ X_g`` with
+
+    M = C_out / groups     rows: output channels   A = W_g, the weight rows of group g
+    N = N * OH * OW        cols: output pixels     (C_out/groups x K, row-major as stored)
+    K = Cg * KH * KW       (c, kh, kw)             B = X_g, the im2col matrix of group g
+
+where ``X_g[k, p]`` is the input element under tap ``k = (c, kh, kw)`` of output pixel
+``p = (n, oh, ow)``. ``X_g`` is never materialized: the template's cooperative B-tile
+load (`simt_gemm` in ``matmul_simt.py``, double-buffered as for a matmul) computes each
+element's input coordinates and loads it under a computed predicate (inside the padded
+border, and within K and N on partial tiles) -- ``tm.load`` inside ``scf.if``, else 0.
+Consecutive threads take consecutive pixels, so consecutive input addresses when the
+stride is 1. Groups are the GEMM's batch (a grid dimension, ``%group``), output pixels
+the GEMM's columns, so a thread's stores run along ``ow`` of one output channel; the
+epilogue adds the bias of the row's channel. The parameters and their space are the
+matmul's (`MatmulSimtParams`, ``MATMUL_SIMT_SPACE`` on `Conv2dProblem.gemm`).
+
+**Direct.** For depthwise convolutions (``Cg = 1``, ``K = KH * KW``) and other groups of
+fewer than 8 output channels a GEMM tile would be mostly padding; `conv2d_direct_kernel`
+gives one output element to each thread (``spatial(grid) * spatial(block)`` over the
+flattened output), which sums its ``Cg x KH x KW`` taps (``repeat``) from global memory.
+`conv2d_kernel` picks between the two (`conv2d_default_params`).
+
+Pads are explicit (top, left, bottom, right: ONNX's order); `explicit_pads` turns
+ONNX's ``auto_pad`` into them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects import arith
+from xdsl.ir import OpResult, SSAValue
+
+from tmlir.dialects import tm
+from tmlir.mapping import repeat, spatial
+from tmlir.schedules.builder import Index, IRBuilder
+from tmlir.schedules.common import f32_memref, kernel_attributes, name_args
+from tmlir.schedules.matmul_simt import (
+    WARP,
+    GemmOperands,
+    MatmulProblem,
+    MatmulSimtParams,
+    simt_gemm,
+)
+
+Pair = tuple[int, int]
+Quad = tuple[int, int, int, int]
+#: Per-group output channels below which `conv2d_kernel` prefers the direct kernel: the
+#: smallest GEMM tile of the space has 8 rows.
+DIRECT_BELOW_GROUP_OUT = 8
+
+
+@dataclass(frozen=True)
+class Conv2dProblem:
+    """Shapes and attributes of one 2-D convolution, NCHW.
+
+    `input_shape` is ``(N, C_in, H, W)``, `weight_shape` ``(C_out, C_in / groups, KH, KW)``;
+    `pads` are ``(top, left, bottom, right)``; `bias` says whether a ``(C_out,)`` bias is
+    added. Impossible combinations raise a one-line ValueError.
+    """
+
+    input_shape: Quad
+    weight_shape: Quad
+    strides: Pair = (1, 1)
+    pads: Quad = (0, 0, 0, 0)
+    dilations: Pair = (1, 1)
+    groups: int = 1
+    bias: bool = False
+
+    def __post_init__(self) -> None:
+        for field in ("input_shape", "weight_shape", "strides", "pads", "dilations"):
+            object.__setattr__(self, field, tuple(int(v) for v in getattr(self, field)))
+        for field, size in (("input_shape", 4), ("weight_shape", 4), ("strides", 2),
+                            ("pads", 4), ("dilations", 2)):
+            if len(getattr(self, field)) != size:
+                raise ValueError(f"conv2d: {field} {getattr(self, field)} must have {size} values")
+        if min(self.input_shape) < 1 or min(self.weight_shape) < 1:
+            raise ValueError(f"conv2d: input {self.input_shape} and weight {self.weight_shape} "
+                             "need extents >= 1")
+        if min(self.strides) < 1 or min(self.dilations) < 1 or min(self.pads) < 0:
+            raise ValueError(f"conv2d: strides {self.strides} and dilations {self.dilations} "
+                             f"must be >= 1, pads {self.pads} >= 0")
+        c_in, c_out, g = self.input_shape[1], self.weight_shape[0], self.groups
+        if g < 1 or c_in % g or c_out % g:
+            raise ValueError(f"conv2d: groups {g} must divide the input channels ({c_in}) "
+                             f"and the output channels ({c_out})")
+        if self.weight_shape[1] != c_in // g:
+            raise ValueError(f"conv2d: weight {self.weight_shape} has {self.weight_shape[1]} "
+                             f"input channels per group, expected C_in / groups = {c_in // g}")
+        for axis, size, k in zip(("height", "width"), self.padded_hw, self.dilated_kernel):
+            if k > size:
+                raise ValueError(f"conv2d: the dilated kernel's {axis} ({k}) exceeds the padded "
+                                 f"input's ({size}): no output")
+
+    # ---- shapes ------------------------------------------------------------------------
+    @property
+    def batch(self) -> int:
+        return self.input_shape[0]
+
+    @property
+    def in_channels(self) -> int:
+        return self.input_shape[1]
+
+    @property
+    def out_channels(self) -> int:
+        return self.weight_shape[0]
+
+    @property
+    def kernel(self) -> Pair:
+        return (self.weight_shape[2], self.weight_shape[3])
+
+    @property
+    def group_in(self) -> int:
+        """Input channels per group (``Cg``)."""
+        return self.in_channels // self.groups
+
+    @property
+    def group_out(self) -> int:
+        """Output channels per group."""
+        return self.out_channels // self.groups
+
+    @property
+    def padded_hw(self) -> Pair:
+        top, left, bottom, right = self.pads
+        return (self.input_shape[2] + top + bottom, self.input_shape[3] + left + right)
+
+    @property
+    def dilated_kernel(self) -> Pair:
+        return tuple((k - 1) * d + 1 for k, d in zip(self.kernel, self.dilations))  # type: ignore[return-value]
+
+    @property
+    def out_hw(self) -> Pair:
+        return tuple((size - k) // s + 1 for size, k, s in  # type: ignore[return-value]
+                     zip(self.padded_hw, self.dilated_kernel, self.strides))
+
+    @property
+    def out_shape(self) -> Quad:
+        return (self.batch, self.out_channels, *self.out_hw)
+
+    @property
+    def bias_shape(self) -> tuple[int] | None:
+        return (self.out_channels,) if self.bias else None
+
+    @property
+    def arg_shapes(self) -> list[tuple[int, ...]]:
+        """The kernel's arguments: input, weight, [bias,] output."""
+        return [self.input_shape, self.weight_shape,
+                *([self.bias_shape] if self.bias_shape else []), self.out_shape]
+
+    @property
+    def gemm(self) -> MatmulProblem:
+        """The implied GEMM: per group, (C_out / groups) x (N * OH * OW) x (Cg * KH * KW)."""
+        m, n = self.group_out, self.batch * self.out_hw[0] * self.out_hw[1]
+        k = self.group_in * self.kernel[0] * self.kernel[1]
+        return MatmulProblem.plain(m, n, k, self.groups)
+
+    @property
+    def prefers_direct(self) -> bool:
+        """Grouped with fewer output channels per group than a GEMM tile has rows
+        (depthwise convolutions among them)."""
+        return self.groups > 1 and self.group_out < DIRECT_BELOW_GROUP_OUT
+
+    def describe(self) -> dict[str, int | str]:
+        """The attributes, for the kernel header."""
+        return {"kernel": _x(self.kernel), "stride": _x(self.strides),
+                "dilation": _x(self.dilations), "pads": ",".join(map(str, self.pads)),
+                "groups": self.groups}
+
+
+def _x(values: Sequence[int]) -> str:
+    return "x".join(map(str, values))
+
+
+def explicit_pads(auto_pad: str, input_hw: Pair, kernel_hw: Pair, strides: Pair = (1, 1),
+                  dilations: Pair = (1, 1), pads: Quad = (0, 0, 0, 0)) -> Quad:
+    """ONNX Conv's ``auto_pad`` as explicit ``(top, left, bottom, right)`` pads.
+
+    ``NOTSET`` keeps `pads`; ``VALID`` is no padding; ``SAME_UPPER`` / ``SAME_LOWER`` pad
+    so that ``out = ceil(in / stride)``, splitting the total evenly and putting an odd
+    one at the end (UPPER) or the beginning (LOWER).
+    """
+    if auto_pad in ("NOTSET", ""):
+        return tuple(pads)  # type: ignore[return-value]
+    if auto_pad == "VALID":
+        return (0, 0, 0, 0)
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise ValueError(f"conv2d: auto_pad '{auto_pad}', expected NOTSET, SAME_UPPER, "
+                         "SAME_LOWER or VALID")
+    begin, end = [], []
+    for size, k, s, d in zip(input_hw, kernel_hw, strides, dilations):
+        total = max(0, (math.ceil(size / s) - 1) * s + (k - 1) * d + 1 - size)
+        small, large = total // 2, total - total // 2
+        begin.append(small if auto_pad == "SAME_UPPER" else large)
+        end.append(large if auto_pad == "SAME_UPPER" else small)
+    return (begin[0], begin[1], end[0], end[1])
+
+
+@dataclass(frozen=True)
+class Conv2dDirectParams:
+    """The direct kernel's threads per block."""
+
+    block: int = 256
+
+
+def conv2d_default_params(problem: Conv2dProblem) -> MatmulSimtParams | Conv2dDirectParams:
+    """The direct kernel where a GEMM tile would be mostly padding, else the matmul
+    template's default for the implied GEMM."""
+    if problem.prefers_direct:
+        return Conv2dDirectParams()
+    return MatmulSimtParams.default_for(problem.gemm)
+
+
+def conv2d_kernel(name: str, problem: Conv2dProblem,
+                  params: MatmulSimtParams | Conv2dDirectParams | None = None) -> tm.KernelOp:
+    """A kernel ``(x, w, [bias,] y)`` for `problem`: implicit GEMM for `MatmulSimtParams`,
+    direct for `Conv2dDirectParams`, the default choice for None."""
+    params = conv2d_default_params(problem) if params is None else params
+    if isinstance(params, Conv2dDirectParams):
+        return conv2d_direct_kernel(name, problem, params)
+    return conv2d_implicit_gemm_kernel(name, problem, params)
+
+
+def _new_kernel(name: str, problem: Conv2dProblem, grid: int, block: int, template: str,
+                params: dict[str, int | str]) -> tuple[tm.KernelOp, list[SSAValue]]:
+    kernel = tm.KernelOp(name, [f32_memref(s) for s in problem.arg_shapes], grid, block,
+                         kernel_attributes(template, {**params, **problem.describe()}))
+    name_args(kernel, ["x", "w", *(["bias"] if problem.bias else []), "y"])
+    return kernel, list(kernel.args)
+
+
+def _named(values: Sequence[Index], names: Sequence[str]) -> list[Index]:
+    """Give computed indices readable names (kept where a value already has one)."""
+    for value, name in zip(values, names):
+        if isinstance(value, OpResult) and value.name_hint is None:
+            value.name_hint = name
+    return list(values)
+
+
+def _input_coordinate(b: IRBuilder, out: Index, tap: Index, stride: int, dilation: int,
+                      pad: int, size: int, max_out: int, max_tap: int,
+                      conditions: list[SSAValue], name: str) -> Index:
+    """The input coordinate ``out * stride - pad + tap * dilation`` of an output and a
+    tap; appends to `conditions` the checks that it is inside the input (only those that
+    can fail). The coordinate is computed in the padded input (non-negative) and the pad
+    subtracted after the check."""
+    padded = b.add(b.mul(out, stride), b.mul(tap, dilation))
+    if pad > 0:
+        conditions.append(b.ge(padded, pad))
+    if (max_out - 1) * stride + (max_tap - 1) * dilation >= size + pad:
+        conditions.append(b.lt(padded, size + pad))
+    return _named([b.sub(padded, pad)], [name])[0]
+
+
+def _named_condition(b: IRBuilder, conditions: Sequence[SSAValue]) -> SSAValue | None:
+    """All `conditions`, named ``inside`` (the element is in the input, not padding)."""
+    condition = b.all_of(conditions)
+    return None if condition is None else _named([condition], ["inside"])[0]  # type: ignore[return-value]
+
+
+def _input_index(b: IRBuilder, problem: Conv2dProblem, n: Index, channel: Index,
+                 oh: Index, ow: Index, kh: Index, kw: Index,
+                 conditions: list[SSAValue]) -> list[Index]:
+    """``x``'s index under tap ``(kh, kw)`` of output pixel ``(n, oh, ow)``."""
+    (sh, sw), (dh, dw), (kh_n, kw_n) = problem.strides, problem.dilations, problem.kernel
+    top, left = problem.pads[:2]
+    oh_n, ow_n = problem.out_hw
+    h, w = problem.input_shape[2:]
+    ih = _input_coordinate(b, oh, kh, sh, dh, top, h, oh_n, kh_n, conditions, "ih")
+    iw = _input_coordinate(b, ow, kw, sw, dw, left, w, ow_n, kw_n, conditions, "iw")
+    return [n, channel, ih, iw]
+
+
+def conv2d_implicit_gemm_kernel(name: str, problem: Conv2dProblem,
+                                params: MatmulSimtParams) -> tm.KernelOp:
+    """The convolution as the SIMT matmul template's GEMM with an im2col B operand."""
+    p, P, gemm = problem, params, problem.gemm
+    kernel, (x, w, *rest) = _new_kernel(
+        name, p, P.blocks(gemm), P.threads, "conv2d_implicit_gemm",
+        {**P.describe(), "M": gemm.m, "N": gemm.n, "K": gemm.k})
+    bias, y = (rest[0], rest[1]) if p.bias else (None, rest[0])
+    taps = (p.group_in, *p.kernel)  # k = (c, kh, kw)
+    pixels = (p.batch, *p.out_hw)  # a GEMM column = (n, oh, ow)
+    partial_m, partial_n = gemm.m % P.block_m != 0, gemm.n % P.block_n != 0
+    partial_k = gemm.k % P.block_k != 0
+
+    def block_operands(b: IRBuilder, batch_coords: Sequence[Index]) -> GemmOperands:
+        group = batch_coords[0] if batch_coords else 0
+        c0 = b.mul(group, p.group_in, "c0")  # the group's first input channel
+        co0 = b.mul(group, p.group_out, "co0")  # and first output channel
+
+        def load_weight(row: Index, k: Index) -> SSAValue:
+            # Rows past a partial tile read the next group's weights (or 0 past C_out)
+            # into accumulators that are never stored; k past K must give 0.
+            c, kh, kw = _named(b.unravel(k, taps, in_range=not partial_k), ["c", "kh", "kw"])
+            guard = [d for d, g in ((0, partial_m), (1, partial_k)) if g]
+            return b.load(w, [b.add(co0, row), c, kh, kw], guard)
+
+        def load_im2col(col: Index, k: Index) -> SSAValue:
+            c, kh, kw = _named(b.unravel(k, taps, in_range=not partial_k), ["c", "kh", "kw"])
+            n, oh, ow = _named(b.unravel(col, pixels, in_range=not partial_n), ["n", "oh", "ow"])
+            conditions = [b.lt(c, p.group_in)] if partial_k else []
+            if partial_n:
+                conditions.append(b.lt(n, p.batch))
+            index = _input_index(b, p, n, b.add(c0, c, "ci"), oh, ow, kh, kw, conditions)
+            return b.load_if(_named_condition(b, conditions), x, index)
+
+        def store_output(row: Index, col: Index, value: SSAValue) -> None:
+            n, oh, ow = _named(b.unravel(col, pixels, in_range=not partial_n), ["n", "oh", "ow"])
+            co = b.add(co0, row, "co")
+            if bias is not None:
+                bv = b.load(bias, [co], [0] if partial_m else [], name="bias")
+                value = b.fop(arith.AddfOp, value, bv)
+            if partial_m and p.groups > 1:  # a row past the group's channels is the next group's
+                with b.if_(b.lt(row, p.group_out)):
+                    b.store(value, y, [n, co, oh, ow], [0] if partial_n else [])
+            else:
+                guard = [d for d, g in ((0, partial_n), (1, partial_m)) if g]
+                b.store(value, y, [n, co, oh, ow], guard)
+
+        return GemmOperands(load_weight, load_im2col, store_output)
+
+    simt_gemm(kernel, gemm, P, block_operands, ("group", "tile_m", "tile_n"))
+    return kernel
+
+
+def conv2d_direct_kernel(name: str, problem: Conv2dProblem,
+                         params: Conv2dDirectParams = Conv2dDirectParams()) -> tm.KernelOp:
+    """One thread per output element, summing its ``Cg x KH x KW`` taps from global memory."""
+    p = problem
+    total = math.prod(p.out_shape)
+    block = min(params.block, WARP * math.ceil(total / WARP))
+    grid = math.ceil(total / block)
+    kernel, (x, w, *rest) = _new_kernel(name, p, grid, block, "conv2d_direct", {"block": block})
+    bias, y = (rest[0], rest[1]) if p.bias else (None, rest[0])
+    partial = total % block != 0  # the last block's spare threads fall past output dim 0
+    b = IRBuilder.at_end(kernel.body.block)
+    bid = b.insert(tm.BlockIdOp(), "bid").results[0]
+    tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
+    acc = b.insert(tm.AllocOp("register", f32_memref((1,))), "acc").results[0]
+    with (b.for_task(spatial(grid), bid, ["blk"]) as (blk,),
+          b.for_task(spatial(block), tid, ["t"]) as (t,)):
+        n, co, oh, ow = _named(b.unravel(b.add(b.mul(blk, block), t, "idx"), p.out_shape,
+                                         in_range=not partial), ["n", "co", "oh", "ow"])
+        c0 = b.mul(b.div(co, p.group_out, "group"), p.group_in, "c0")
+        b.store(b.f32(0.0), acc, [0])
+        with b.for_task(repeat(p.group_in, *p.kernel), None, ["c", "kh", "kw"]) as (c, kh, kw):
+            conditions = [b.lt(n, p.batch)] if partial else []
+            index = _input_index(b, p, n, b.add(c0, c, "ci"), oh, ow, kh, kw, conditions)
+            xv = b.load_if(_named_condition(b, conditions), x, index, name="xv")
+            wv = b.load(w, [co, c, kh, kw], name="wv")
+            b.store(b.fop(arith.AddfOp, b.load(acc, [0]), b.fop(arith.MulfOp, xv, wv)), acc, [0])
+        value = b.load(acc, [0], name="sum")
+        if bias is not None:
+            value = b.fop(arith.AddfOp, value, b.load(bias, [co], name="bias"))
+        b.store(value, y, [n, co, oh, ow], [0] if partial else [])
+    return kernel
