@@ -1,0 +1,119 @@
+"""Small random-weight Hugging Face models, exported to ONNX for tmlir's model tests.
+
+    make models            # creates .venv-models (torch 2.13.0 CPU, transformers), runs this
+
+Each model is built from a `transformers` config scaled down to a few layers of width
+16-64 (the architecture is the real one: bottleneck ResNet, MobileNetV2's inverted
+residuals, BERT and GPT-2 blocks, ViT's patch embedding), with weights from a fixed seed,
+and exported with PyTorch's default exporter at static shapes. The files are small enough
+to commit (`examples/models/*.onnx`); `examples/models/models.json` records how each was
+made and what its inputs hold (token ids need a range), for the tests
+(`tests/test_hf_models.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+import transformers
+from transformers import (
+    BertConfig,
+    BertForSequenceClassification,
+    GPT2Config,
+    GPT2LMHeadModel,
+    MobileNetV2Config,
+    MobileNetV2ForImageClassification,
+    ResNetConfig,
+    ResNetForImageClassification,
+    ViTConfig,
+    ViTForImageClassification,
+)
+
+OPSET = 18
+VOCAB = 128
+SEQUENCE = 16
+
+
+def image(size: int) -> dict:
+    return {"pixel_values": {"shape": [1, 3, size, size], "dtype": "float32"}}
+
+
+def tokens(*names: str) -> dict:
+    spec = {"input_ids": {"shape": [1, SEQUENCE], "dtype": "int64", "range": [0, VOCAB]}}
+    if "attention_mask" in names:
+        spec["attention_mask"] = {"shape": [1, SEQUENCE], "dtype": "int64", "range": [1, 2]}
+    return spec
+
+
+MODELS = {
+    "resnet": (lambda: ResNetForImageClassification(ResNetConfig(
+        embedding_size=16, hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1],
+        layer_type="bottleneck", num_labels=10)), image(64)),
+    "mobilenet_v2": (lambda: MobileNetV2ForImageClassification(MobileNetV2Config(
+        depth_multiplier=0.35, image_size=64, num_labels=10)), image(64)),
+    "bert": (lambda: BertForSequenceClassification(BertConfig(
+        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=64, num_labels=2)),
+        tokens("input_ids", "attention_mask")),
+    "gpt2": (lambda: GPT2LMHeadModel(GPT2Config(
+        vocab_size=VOCAB, n_positions=64, n_embd=32, n_layer=2, n_head=2, use_cache=False,
+        bos_token_id=0, eos_token_id=0)),
+        tokens("input_ids")),
+    "vit": (lambda: ViTForImageClassification(ViTConfig(
+        image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=64, num_labels=10)), image(32)),
+}
+
+
+def example_inputs(spec: dict) -> tuple[torch.Tensor, ...]:
+    generator = torch.Generator().manual_seed(0)
+    values = []
+    for entry in spec.values():
+        if entry["dtype"] == "int64":
+            low, high = entry["range"]
+            values.append(torch.randint(low, high, entry["shape"], generator=generator))
+        else:
+            values.append(torch.randn(entry["shape"], generator=generator))
+    return tuple(values)
+
+
+def export(name: str, out_dir: Path) -> dict:
+    build, spec = MODELS[name]
+    torch.manual_seed(0)
+    model = build().eval()
+    path = out_dir / f"{name}.onnx"
+    with torch.no_grad():
+        torch.onnx.export(model, example_inputs(spec), str(path), input_names=list(spec),
+                          opset_version=OPSET, dynamo=True, external_data=False)
+    return {"file": path.name, "class": type(model).__name__, "inputs": spec,
+            "parameters": sum(p.numel() for p in model.parameters())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("models"))
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help=f"models to make (default: all of {', '.join(MODELS)})")
+    args = parser.parse_args()
+    unknown = [n for n in args.names if n not in MODELS]
+    if unknown:
+        parser.error(f"unknown model {unknown[0]!r}; choose from {', '.join(MODELS)}")
+    args.names = args.names or list(MODELS)
+    args.out.mkdir(parents=True, exist_ok=True)
+    manifest_path = args.out / "models.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    manifest.setdefault("models", {})
+    manifest["made_with"] = {"torch": torch.__version__, "transformers": transformers.__version__,
+                             "opset": OPSET, "exporter": "torch.onnx.export(dynamo=True)"}
+    for name in args.names:
+        manifest["models"][name] = export(name, args.out)
+        print(f"{name}: {manifest['models'][name]['parameters']} parameters -> "
+              f"{args.out / manifest['models'][name]['file']}")
+    manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
