@@ -63,12 +63,14 @@ def project_targets() -> dict[str, Callable[[], type[Target]]]:
     return {"cuda": cuda}
 
 
-def make_context():
-    """A Context with xDSL's dialects and the project's, for parsing and passes."""
-    from xdsl.context import Context
+def make_context(weights=None):
+    """A context with xDSL's dialects and the project's, for parsing and passes, carrying
+    `weights` (the model's weight table, see ``tmlir.context``) if given."""
     from xdsl.dialects import get_all_dialects
 
-    ctx = Context()
+    from tmlir.context import TmContext
+
+    ctx = TmContext(weights=weights)
     for name, loader in {**get_all_dialects(), **project_dialects()}.items():
         ctx.register_dialect(name, loader)
     return ctx

@@ -6,6 +6,7 @@ importing an ONNX model and evaluating its graph IR can be compared with onnxrun
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -58,6 +59,52 @@ _NARY = {
 }
 
 
+def _window_reduction(op: graph.PoolOp, x: np.ndarray) -> np.ndarray:
+    """Max or average pooling by its definition (padding takes no part in a max and counts
+    as 0 in an average, whose divisor counts the taps inside the input, or with
+    count_include_pad inside the padded input)."""
+    kernel, strides, pads, dilations = op.window()
+    k = len(kernel)
+    out_shape = op.result.type.get_shape()
+    y = np.empty(out_shape, x.dtype)
+    include_pad = isinstance(op, graph.AveragePoolOp) and op.count_include_pad is not None
+    for o in itertools.product(*map(range, out_shape[2:])):
+        values, padded = [], 0
+        for t in itertools.product(*map(range, kernel)):
+            pos = [o[d] * strides[d] - pads[d] + t[d] * dilations[d] for d in range(k)]
+            padded += all(pos[d] < x.shape[2 + d] + pads[k + d] for d in range(k))
+            if all(0 <= pos[d] < x.shape[2 + d] for d in range(k)):
+                values.append(x[(slice(None), slice(None), *pos)])
+        window = np.stack(values)
+        at = (slice(None), slice(None), *o)
+        if isinstance(op, graph.MaxPoolOp):
+            y[at] = window.max(0)
+        else:
+            y[at] = window.sum(0) / (padded if include_pad else len(values))
+    return y
+
+
+def _reduction(op, x: np.ndarray, *rest: np.ndarray) -> list[np.ndarray]:
+    """The results of a reduction, normalization or pooling op."""
+    if isinstance(op, graph.PoolOp):
+        return [_window_reduction(op, x)]
+    if isinstance(op, graph.LayerNormOp):
+        axes = tuple(range(op.axis_value, x.ndim))
+        mean = x.mean(axes, keepdims=True)
+        inv_std = 1 / np.sqrt(((x - mean) ** 2).mean(axes, keepdims=True) + op.epsilon_value)
+        y = (x - mean) * inv_std * rest[0] + (rest[1] if len(rest) > 1 else 0)
+        return [y, mean, inv_std][:len(op.results)]
+    axes = op.reduced_axes
+    if isinstance(op, graph.SoftmaxBaseOp):
+        shifted = x - x.max(axes, keepdims=True)
+        log_sum = np.log(np.exp(shifted).sum(axes, keepdims=True))
+        return [shifted - log_sum if isinstance(op, graph.LogSoftmaxOp)
+                else np.exp(shifted - log_sum)]
+    functions = {graph.ReduceSumOp: np.sum, graph.ReduceMeanOp: np.mean,
+                 graph.ReduceMaxOp: np.max, graph.ReduceMinOp: np.min}
+    return [functions[type(op)](x, axes, keepdims=op.keepdims is not None)]
+
+
 def evaluate(imported: ImportedModel, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     """The outputs of the imported model's ``@main`` on `feeds`, computed op by op."""
     (function,) = imported.module.ops
@@ -77,6 +124,11 @@ def evaluate(imported: ImportedModel, feeds: dict[str, np.ndarray]) -> list[np.n
                 result = result + op.beta_value * get[2]
         elif isinstance(op, graph.UnaryElementwiseOp):
             result = _unary(op, get[0])
+        elif isinstance(op, graph.ReduceOp | graph.SoftmaxBaseOp | graph.LayerNormOp |
+                        graph.PoolOp):
+            result, *more = _reduction(op, *get)  # graph.layer_norm may have three results
+            for value, array in zip(op.results[1:], more):
+                env[value] = np.asarray(array, dtype=get[0].dtype)
         else:
             result = _NARY[type(op)](*get)
         result = np.asarray(result, dtype=get[0].dtype if get else np.float32)

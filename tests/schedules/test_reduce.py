@@ -19,6 +19,7 @@ from tmlir.dialects import tm, tmgpu
 from tmlir.passes.lower_to_cuda import LowerToCuda
 from tmlir.registry import make_context
 from tmlir.schedules.reduce import (
+    REDUCE_KINDS,
     ReduceParams,
     RowProblem,
     layernorm_kernel,
@@ -162,6 +163,89 @@ def test_full_reduction_to_a_scalar():
     assert relative_error(got, x.astype(np.float64).sum(keepdims=True)) < RTOL
 
 
+# ---- strided rows ----------------------------------------------------------------------
+
+#: (shape, reduced axes): softmax over the channels of NCHW, a middle axis, two
+#: non-adjacent axes, the first axis, and a few strided rows with many columns.
+STRIDED = [((2, 5, 3, 4), (1,)), ((3, 40, 6), (1,)), ((4, 3, 5, 2), (0, 2)),
+           ((33, 7), (0,)), ((2, 1100, 3), (1,))]
+STRIDED_SCHEDULES = {"default": None, "thread": ReduceParams(1, 32), "warp": WARP_PER_ROW,
+                     "block": BLOCK_PER_ROW}
+
+
+def numpy_reductions(x: np.ndarray, axes: tuple[int, ...]) -> dict[str, np.ndarray]:
+    x64 = x.astype(np.float64)
+    shifted = x64 - x64.max(axes, keepdims=True)
+    log_sum = np.log(np.exp(shifted).sum(axes, keepdims=True))
+    return {"sum": x64.sum(axes, keepdims=True), "mean": x64.mean(axes, keepdims=True),
+            "max": x64.max(axes, keepdims=True), "min": x64.min(axes, keepdims=True),
+            "softmax": np.exp(shifted - log_sum), "log_softmax": shifted - log_sum}
+
+
+@pytest.mark.parametrize("schedule", STRIDED_SCHEDULES)
+@pytest.mark.parametrize(("shape", "axes"), STRIDED, ids=lambda v: "x".join(map(str, v)))
+def test_strided_rows_match_numpy(shape, axes, schedule):
+    """Reduced dims followed by kept ones: each row is gathered from strided columns."""
+    problem, params = RowProblem.from_axes(shape, axes), STRIDED_SCHEDULES[schedule]
+    assert problem.strided
+    x = 3 * data(shape) + 0.5
+    want = numpy_reductions(x, axes)
+    kernels = {kind: (reduce_kernel(kind, kind, problem, params=params), [x], want[kind].shape)
+               for kind in REDUCE_KINDS}
+    kernels.update({
+        kind: (softmax_kernel(kind, problem, kind == "log_softmax", params), [x], shape)
+        for kind in ("softmax", "log_softmax")})
+    got = run_all(kernels)
+    for kind, out in got.items():
+        if kind in ("max", "min"):
+            assert np.array_equal(out, want[kind].astype(np.float32)), kind
+        else:
+            assert relative_error(out, want[kind]) < RTOL, kind
+
+
+def test_strided_rows_default_to_a_thread_per_row():
+    """Many short strided rows: one thread each, consecutive threads on adjacent rows."""
+    many = RowProblem.from_axes((8, 64, 56, 56), [1])  # softmax over channels
+    assert ReduceParams.default_for(many) == ReduceParams(1, 256)
+    few = RowProblem.from_axes((2, 1100, 3), [1])  # fewer rows than columns: as contiguous
+    assert ReduceParams.default_for(few).threads_per_row == 128  # cols / 16 -> 128
+    kernel = softmax_kernel("k", many)
+    assert kernel.attributes["tm.params"].data["axes"].data == "1"
+
+
+def test_max_and_min_propagate_nan_like_numpy():
+    """A NaN anywhere in a row makes its max and min NaN (numpy), for both shuffle levels;
+    rows without NaN are exact."""
+    x = data((6, 300))
+    x[1, 7] = x[4, 299] = np.nan
+    x[2, :] = np.nan
+    for params in (WARP_PER_ROW, BLOCK_PER_ROW, ReduceParams(1, 32)):
+        got = run_all({kind: (reduce_kernel(kind, kind, RowProblem((6, 300)), params=params),
+                              [x], (6, 1)) for kind in ("max", "min")})
+        for kind, reference in (("max", np.max), ("min", np.min)):
+            assert np.array_equal(got[kind], reference(x, -1, keepdims=True), equal_nan=True)
+
+
+def test_layernorm_statistics():
+    """The optional mean and 1 / sqrt(var + eps) outputs, one per row, with partial rows
+    per block."""
+    problem = RowProblem((7, 3, 50), axis=1)
+    x = 2 * data(problem.shape) + 10
+    kernel = layernorm_kernel("ln", problem, 1e-2, statistics=True,
+                              params=ReduceParams(32, 2))
+    module = lower(kernel)
+    program = emit_cuda(module)
+    outs = [np.full(s, np.nan, np.float32) for s in (problem.shape, (7, 1, 1), (7, 1, 1))]
+    with compile_emu(program.source, [k.signature for k in program.kernels]) as emu:
+        emu.launch("ln", kernel.grid.data, kernel.block.data, [x, *outs])
+    x64 = x.astype(np.float64)
+    mean = x64.mean((1, 2), keepdims=True)
+    inv_std = 1 / np.sqrt(x64.var((1, 2), keepdims=True) + 1e-2)
+    assert relative_error(outs[0], (x64 - mean) * inv_std) < RTOL
+    assert relative_error(outs[1], mean) < RTOL
+    assert relative_error(outs[2], inv_std) < RTOL
+
+
 # ---- the cross-warp barrier ------------------------------------------------------------
 
 
@@ -225,8 +309,14 @@ def test_problems():
     p = RowProblem((2, 3, 4), axis=1)
     assert (p.rows, p.cols, p.keepdims_shape) == (2, 12, (2, 1, 1))
     assert RowProblem.from_axes((2, 3, 1), [1]).axis == 1  # a trailing unit dim is free
-    with pytest.raises(ValueError, match="not the trailing dims"):
-        RowProblem.from_axes((2, 3, 4), [1])
+    assert not RowProblem.from_axes((2, 3, 1), [1]).strided
+    q = RowProblem.from_axes((2, 3, 4, 5), [-3, 1, 3])  # any order, repeats, negative
+    assert (q.axes, q.rows, q.cols, q.col_stride, q.strided) == ((1, 3), 8, 15, 1, True)
+    assert (q.row_shape, q.col_shape, q.keepdims_shape) == ((2, 4), (3, 5), (2, 1, 4, 1))
+    assert q.index(["n", "h"], ["c", "w"]) == ["n", "c", "h", "w"]
+    assert RowProblem.from_axes((2, 3, 4), [1]).col_stride == 4
+    with pytest.raises(ValueError, match="not valid dims"):
+        RowProblem.from_axes((2, 3, 4), [3])
     with pytest.raises(ValueError, match="out of range"):
         RowProblem((2, 3), axis=2)
     with pytest.raises(ValueError, match="does not hold 2 rows"):

@@ -59,7 +59,7 @@ _CALLS = {
 _SHUFFLES = {"xor": "__shfl_xor_sync", "down": "__shfl_down_sync", "up": "__shfl_up_sync",
              "idx": "__shfl_sync"}
 _PURE = (*_BINARY, arith.CmpiOp, arith.CmpfOp, arith.SelectOp, arith.NegfOp,
-         arith.ConstantOp, arith.IndexCastOp, *_CALLS)
+         arith.ConstantOp, arith.IndexCastOp, arith.SIToFPOp, arith.FPToSIOp, *_CALLS)
 
 
 class CudaEmitError(DiagnosticException):
@@ -222,7 +222,9 @@ class _KernelPrinter:
                 return f"({e(op.cond)} ? {e(op.lhs)} : {e(op.rhs)})"
             case arith.NegfOp():
                 return f"(-{e(op.operand)})"
-            case arith.IndexCastOp():
+            case arith.IndexCastOp() | arith.SIToFPOp() | arith.FPToSIOp():
+                if c_type(op.result.type) == c_type(op.input.type):  # index <-> i32: both int
+                    return e(op.input)
                 return f"(({c_type(op.result.type)}){e(op.input)})"
             case _ if type(op) in _BINARY:
                 return f"({e(op.operands[0])} {_BINARY[type(op)]} {e(op.operands[1])})"
@@ -396,6 +398,8 @@ def _plan(function: func.FuncOp):
                 add(op.result, "weight", op.weight_name.data)
             case tmgpu.AllocOp():
                 add(op.result, "temp", "")
+            case tmgpu.ViewOp():  # the same device buffer, another shape
+                index[op.result] = index[op.source]
             case tmgpu.LaunchOp():
                 launches.append(LaunchSpec(op.kernel.string_value(), op.grid.data, op.block.data,
                                            tuple(index[a] for a in op.args)))

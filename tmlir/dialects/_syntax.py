@@ -1,9 +1,10 @@
 """What the kernel-level dialects (tm, tmgpu) share: the CUDA block-size limit, printing
-and parsing helpers, verification helpers (static memref shapes, launches) and the warp
-shuffle, which is the same op at both levels."""
+and parsing helpers, verification helpers (static memref shapes, launches), the warp
+shuffle and the host-side buffer view, which are the same ops at both levels."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
@@ -18,10 +19,10 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Operation, Region, SSAValue
-from xdsl.irdl import AnyAttr, IRDLOperation, operand_def, prop_def, result_def
+from xdsl.irdl import AnyAttr, IRDLOperation, operand_def, prop_def, result_def, traits_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import SymbolTable
+from xdsl.traits import Pure, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 MAX_THREADS_PER_BLOCK = 1024
@@ -210,3 +211,33 @@ def _shuffleable(type: Attribute) -> bool:
     if isinstance(type, IntegerType):
         return type.width.data in (32, 64)
     return isinstance(type, Float32Type | IndexType)
+
+
+class ViewOpBase(IRDLOperation):
+    """Host side: ``%v = <op> %buffer : memref<A> to memref<B>``, the same device memory
+    seen with another shape (same element type and count, row-major both ways). No data
+    moves; it is how a reshape costs no kernel."""
+
+    source = operand_def(MemRefType)
+    result = result_def(MemRefType)
+    traits = traits_def(Pure())
+    assembly_format = "$source attr-dict `:` type($source) `to` type($result)"
+
+    @classmethod
+    def kernel_type(cls) -> type[Operation]:
+        """The kernel op of this op's dialect (a view must be outside one)."""
+        raise NotImplementedError
+
+    def __init__(self, source: SSAValue, type: MemRefType) -> None:
+        super().__init__(operands=[source], result_types=[type])
+
+    def verify_(self) -> None:
+        source = memref_shape(self.source.type, "viewed buffer")
+        shape = memref_shape(self.result.type, "view")
+        if self.source.type.element_type != self.result.type.element_type:
+            raise VerifyException("a view must keep the element type")
+        if math.prod(source) != math.prod(shape):
+            raise VerifyException(f"a view of {math.prod(source)} elements cannot have "
+                                  f"{math.prod(shape)} ({self.result.type})")
+        if enclosing(self, self.kernel_type()) is not None:
+            raise VerifyException(f"'{self.name}' is a host operation, not allowed in a kernel")

@@ -50,29 +50,51 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-
-def tensor_shape(attr: Attribute, what: str) -> tuple[int, ...]:
-    """The static shape of a tensor type, or a VerifyException naming `what`."""
-    if not isinstance(attr, TensorType):
-        raise VerifyException(f"{what} must be a tensor, got {attr}")
-    shape = tuple(attr.get_shape())
-    if any(d < 0 for d in shape):
-        raise VerifyException(f"{what} must have a static shape, got {attr}")
-    return shape
-
-
-def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    """numpy broadcasting of `shapes`; raises VerifyException when they do not broadcast."""
-    rank = max(len(s) for s in shapes)
-    padded = [(1,) * (rank - len(s)) + s for s in shapes]
-    out = []
-    for dims in zip(*padded):
-        sizes = {d for d in dims if d != 1}
-        if len(sizes) > 1:
-            pretty = ", ".join("x".join(map(str, s)) or "scalar" for s in shapes)
-            raise VerifyException(f"shapes {pretty} do not broadcast")
-        out.append(sizes.pop() if sizes else 1)
-    return tuple(out)
+from tmlir.dialects._graph_reductions import (  # noqa: F401  (re-exported)
+    NORMALIZATION_OPS,
+    POOL_OPS,
+    REDUCE_OPS,
+    AveragePoolOp,
+    LayerNormOp,
+    LogSoftmaxOp,
+    MaxPoolOp,
+    PoolOp,
+    ReduceMaxOp,
+    ReduceMeanOp,
+    ReduceMinOp,
+    ReduceOp,
+    ReduceSumOp,
+    SoftmaxBaseOp,
+    SoftmaxOp,
+    pool_output_size,
+    reduced_shape,
+)
+from tmlir.dialects._graph_conv import (  # noqa: F401  (re-exported)
+    CONV_OPS,
+    BatchNormOp,
+    ConvOp,
+    ConvTransposeOp,
+    conv_output_shape,
+    conv_transpose_output_shape,
+)
+from tmlir.dialects._graph_data_movement import (  # noqa: F401  (re-exported)
+    COORDINATE_TRANSFORMATION_MODES,
+    DATA_MOVEMENT_OPS,
+    NEAREST_MODES,
+    PAD_MODES,
+    RESIZE_MODES,
+    ConcatOp,
+    ExpandOp,
+    GatherOp,
+    PadOp,
+    ReshapeOp,
+    ResizeOp,
+    SliceOp,
+    SplitOp,
+    TileOp,
+    TransposeOp,
+)
+from tmlir.dialects._graph_shapes import broadcast_shapes, tensor_shape
 
 
 @irdl_op_definition
@@ -475,6 +497,7 @@ VARIADIC_OPS: tuple[type[VariadicElementwiseOp], ...] = (MaxOp, MinOp, SumOp, Me
 
 Graph = Dialect(
     "graph",
-    [WeightOp, *BINARY_OPS, *VARIADIC_OPS, *UNARY_OPS, MatmulOp],
+    [WeightOp, *BINARY_OPS, *VARIADIC_OPS, *UNARY_OPS, MatmulOp,
+     *REDUCE_OPS, *NORMALIZATION_OPS, *POOL_OPS, *CONV_OPS, *DATA_MOVEMENT_OPS],
     [],
 )

@@ -65,6 +65,7 @@ from xdsl.utils.exceptions import VerifyException
 from tmlir.dialects._syntax import (
     MAX_THREADS_PER_BLOCK,
     ShuffleOpBase,
+    ViewOpBase,
     dims_array,
     enclosing,
     memref_shape,
@@ -482,6 +483,18 @@ class WeightOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ViewOp(ViewOpBase):
+    """Host side: ``%v = tm.view %buf : memref<2x3x4xf32> to memref<6x4xf32>``, a buffer
+    seen with another shape (see ViewOpBase); how ``graph.reshape`` costs no kernel."""
+
+    name = "tm.view"
+
+    @classmethod
+    def kernel_type(cls) -> type[KernelOp]:
+        return KernelOp
+
+
+@irdl_op_definition
 class LaunchOp(IRDLOperation):
     """Host side: run a ``tm.kernel`` on buffers, after every launch before it."""
 
@@ -500,8 +513,11 @@ class LaunchOp(IRDLOperation):
 def worker_bound(worker: SSAValue) -> int | None:
     """An exclusive upper bound of a worker id: the kernel's grid for tm.block_id, its block
     for tm.thread_id, and through unsigned division and remainder by constants (``tid / 32``
-    is below ``block / 32`` rounded up, ``tid % 32`` below 32); None for any other value."""
+    is below ``block / 32`` rounded up, ``tid % 32`` below 32), and ``grid * block`` for the
+    global thread id ``bid * block + tid``; None for any other value."""
     owner = worker.owner
+    if isinstance(owner, arith.AddiOp) and (kernel := _global_id_kernel(owner)) is not None:
+        return kernel.grid.data * kernel.block.data
     if isinstance(owner, arith.DivUIOp | arith.RemUIOp):
         divisor = _constant(owner.rhs)
         bound = worker_bound(owner.lhs)
@@ -516,6 +532,20 @@ def worker_bound(worker: SSAValue) -> int | None:
     return kernel.grid.data if isinstance(owner, BlockIdOp) else kernel.block.data
 
 
+def _global_id_kernel(add: arith.AddiOp) -> KernelOp | None:
+    """The kernel if `add` is ``bid * block + tid`` (either order) with the kernel's block."""
+    for scaled, tid in ((add.lhs, add.rhs), (add.rhs, add.lhs)):
+        mul = scaled.owner
+        if not isinstance(tid.owner, ThreadIdOp) or not isinstance(mul, arith.MuliOp):
+            continue
+        kernel = enclosing(add, KernelOp)
+        for bid, block in ((mul.lhs, mul.rhs), (mul.rhs, mul.lhs)):
+            if (isinstance(bid.owner, BlockIdOp) and kernel is not None
+                    and _constant(block) == kernel.block.data):
+                return kernel
+    return None
+
+
 def _constant(value: SSAValue) -> int | None:
     op = value.owner
     if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
@@ -526,6 +556,6 @@ def _constant(value: SSAValue) -> int | None:
 TM = Dialect(
     "tm",
     [KernelOp, BlockIdOp, ThreadIdOp, ForTaskOp, AllocOp, BarrierOp, ShuffleOp, LoadOp,
-     StoreOp, WeightOp, LaunchOp],
+     StoreOp, WeightOp, ViewOp, LaunchOp],
     [TaskMappingAttr, DataLayoutAttr],
 )

@@ -40,6 +40,7 @@ from xdsl.utils.exceptions import VerifyException
 from tmlir.dialects._syntax import (
     MAX_THREADS_PER_BLOCK,
     ShuffleOpBase,
+    ViewOpBase,
     enclosing,
     memref_shape,
     parse_int_in_parens,
@@ -222,6 +223,18 @@ class WeightOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ViewOp(ViewOpBase):
+    """Host side: the device buffer of ``%buf`` seen with another shape (see ViewOpBase):
+    the launch plan passes the same pointer."""
+
+    name = "tmgpu.view"
+
+    @classmethod
+    def kernel_type(cls) -> type[KernelOp]:
+        return KernelOp
+
+
+@irdl_op_definition
 class LaunchOp(IRDLOperation):
     """Host side: ``kernel<<<grid, block>>>(args...)``, ordered after earlier launches."""
 
@@ -283,6 +296,6 @@ class LaunchOp(IRDLOperation):
 TMGPU = Dialect(
     "tmgpu",
     [KernelOp, ThreadIdOp, BlockIdOp, SharedAllocOp, LocalAllocOp, BarrierOp, ShuffleOp,
-     AllocOp, WeightOp, LaunchOp],
+     AllocOp, WeightOp, ViewOp, LaunchOp],
     [],
 )

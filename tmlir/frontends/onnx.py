@@ -32,12 +32,27 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from tmlir.dialects import graph
+from tmlir.frontends import onnx_conv as conv
+from tmlir.frontends import onnx_data_movement as data_movement
+from tmlir.frontends._onnx_common import FrontendError, sanitize_name
+from tmlir.frontends.onnx_conv import ConvConverters
+from tmlir.frontends.onnx_data_movement import DataMovementConverters
 from tmlir.frontends.onnx_fold import fold_constants
+from tmlir.frontends.onnx_reductions import ATTRIBUTES as REDUCTION_ATTRIBUTES
+from tmlir.frontends.onnx_reductions import CHOICES as REDUCTION_CHOICES
+from tmlir.frontends.onnx_reductions import CONSTANT_INPUTS as REDUCTION_CONSTANT_INPUTS
+from tmlir.frontends.onnx_reductions import CONVERTERS as REDUCTION_CONVERTERS
+from tmlir.frontends.onnx_reductions import OUTPUTS as REDUCTION_OUTPUTS
+from tmlir.frontends.onnx_reductions import ReductionConverters
 
 SUPPORTED_OPS: tuple[str, ...] = (
-    "Abs", "Add", "Clip", "Constant", "Div", "Elu", "Erf", "Exp", "Gelu", "Gemm", "HardSigmoid",
-    "HardSwish", "Identity", "LeakyRelu", "Log", "MatMul", "Max", "Mean", "Min", "Mul", "Neg",
-    "Pow", "Reciprocal", "Relu", "Selu", "Sigmoid", "Softplus", "Sqrt", "Sub", "Sum", "Tanh",
+    "Abs", "Add", "AveragePool", "BatchNormalization", "Clip", "Concat", "Constant", "Conv",
+    "ConvTranspose", "Div", "Dropout", "Elu", "Erf", "Exp", "Expand", "Flatten", "Gather", "Gelu", "Gemm",
+    "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish", "Identity",
+    "LayerNormalization", "LeakyRelu", "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Mean",
+    "Min", "Mul", "Neg", "Pad", "Pow", "Reciprocal", "ReduceMax", "ReduceMean", "ReduceMin",
+    "ReduceSum", "Relu", "Reshape", "Resize", "Selu", "Sigmoid", "Slice", "Softmax", "Softplus", "Split",
+    "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile", "Transpose", "Unsqueeze",
 )
 _BINARY = {"Add": graph.AddOp, "Sub": graph.SubOp, "Mul": graph.MulOp, "Div": graph.DivOp,
            "Pow": graph.PowOp}
@@ -65,15 +80,25 @@ _ATTRIBUTES: dict[str, dict[str, int]] = {  # op type -> supported attribute -> 
     "Clip": {"min": _FLOAT, "max": _FLOAT},  # before opset 11; then they are inputs
     **{op: {name: _STRING if isinstance(value, str) else _FLOAT
             for name, value in defaults.items()} for op, (_, defaults) in _UNARY.items()},
+    **REDUCTION_ATTRIBUTES,
+    **data_movement.ATTRIBUTES,
+    **conv.ATTRIBUTES,
 }
 _CHOICES: dict[tuple[str, str], tuple[object, ...]] = {  # the values an attribute may take
     ("Gemm", "transA"): (0, 1), ("Gemm", "transB"): (0, 1),
     ("Gelu", "approximate"): graph.GELU_APPROXIMATIONS,
+    **REDUCTION_CHOICES,
+    **data_movement.CHOICES,
+    **conv.CHOICES,
 }
-
-
-class FrontendError(ValueError):
-    """A model the frontend cannot import; the message is one line naming the culprit."""
+#: Ops whose outputs after the first are accepted when nothing uses them.
+_UNUSED_EXTRA_OUTPUTS = ("MaxPool", *data_movement.UNUSED_EXTRA_OUTPUTS,
+                         *conv.UNUSED_EXTRA_OUTPUTS)
+#: Op types with more than one output: how many they may have (None: any number).
+_OUTPUTS: dict[str, int | None] = {**REDUCTION_OUTPUTS, **data_movement.OUTPUTS}
+#: Inputs (by position) read as constants when the model is imported.
+CONSTANT_INPUTS: dict[str, tuple[int, ...]] = {**REDUCTION_CONSTANT_INPUTS,
+                                               **data_movement.CONSTANT_INPUTS}
 
 
 @dataclass
@@ -85,19 +110,6 @@ class ImportedModel:
     """``graph.weight`` name -> float32 C-contiguous array (used initializers, Constants)."""
     input_names: list[str]
     output_names: list[str]
-
-
-def sanitize_name(name: str) -> str | None:
-    """An SSA name hint (C identifier characters) for an ONNX value name; None if empty.
-
-    ``onnx::MatMul_12`` -> ``onnx__MatMul_12``, ``/layer1/Relu_output_0`` ->
-    ``layer1_Relu_output_0``, ``fc.weight`` -> ``fc_weight``, ``0`` -> ``v0``. xDSL then
-    drops a trailing ``_<digits>`` from a hint and renumbers clashes when it prints.
-    """
-    hint = re.sub(r"\W", "_", re.sub(r"^\W+|\W+$", "", name, flags=re.ASCII), flags=re.ASCII)
-    if not hint:
-        return None
-    return f"v{hint}" if hint[0].isdigit() else hint
 
 
 def _one_line(exc: BaseException) -> str:
@@ -258,20 +270,33 @@ def _check_graph(graph_proto: onnx.GraphProto) -> None:
     for name in [n for n in infos if n not in initializers]:
         _value_type(infos, name, f"input '{name}'")
     defined = set(infos) | set(initializers)
+    consumed = {n for node in graph_proto.node for n in node.input} | {
+        o.name for o in graph_proto.output}
     for index, node in enumerate(graph_proto.node):
         label = _node_label(node, index)
         attributes = _attributes(node, label)
-        if len(node.output) != 1 or not node.output[0]:
+        extra = [n for n in node.output[1:] if n]  # "" is an absent optional output
+        if node.op_type in _OUTPUTS:  # its further outputs are imported too
+            extra = []
+            if (limit := _OUTPUTS[node.op_type]) is not None and len(node.output) > limit:
+                raise FrontendError(f"{label}: expected at most {limit} "
+                                    f"outputs, got {len(node.output)}")
+        if not node.output or not node.output[0] or (
+                extra and node.op_type not in _UNUSED_EXTRA_OUTPUTS):
             raise FrontendError(f"{label}: expected 1 output, got {len(node.output)}")
-        for name in node.input:
-            if name in initializers:
+        if used := [n for n in extra if n in consumed]:
+            raise FrontendError(f"{label}: output '{used[0]}' is used, but only the first "
+                                "output is supported")
+        for position, name in enumerate(node.input):
+            if name in initializers and position not in CONSTANT_INPUTS.get(node.op_type, ()):
                 _initializer_type(initializers[name])
             elif name and name not in defined:
                 raise FrontendError(f"{label}: input '{name}' is not produced by any earlier "
                                     "node, graph input or initializer")
-        if node.output[0] in defined:
-            raise FrontendError(f"{label}: value '{node.output[0]}' is defined twice")
-        defined.add(node.output[0])
+        for output in [n for n in node.output if n]:
+            if output in defined:
+                raise FrontendError(f"{label}: value '{output}' is defined twice")
+            defined.add(output)
         if isinstance(value := attributes.get("value"), TensorProto):
             _static_type(value.data_type, value.dims, f"{label}: value '{node.output[0]}'")
     for output in graph_proto.output:
@@ -294,7 +319,7 @@ def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
         raise FrontendError(f"shape inference failed: {first}") from exc
 
 
-class _GraphImporter:
+class _GraphImporter(ReductionConverters, DataMovementConverters, ConvConverters):
     """Builds the body of ``@main`` node by node; ``values`` maps ONNX names to SSA values."""
 
     def __init__(self, graph_proto: onnx.GraphProto, base_dir: str, opset: int) -> None:
@@ -363,6 +388,10 @@ class _GraphImporter:
             raise FrontendError(f"{self.label}: {_one_line(exc)}") from exc
         return op.results[0]
 
+    def attributes(self, node: NodeProto) -> dict[str, object]:
+        """The node's attribute values (checked against ``_ATTRIBUTES`` and ``_CHOICES``)."""
+        return _attributes(node, self.label)
+
     def result_type(self, node: NodeProto) -> TensorType:
         name = node.output[0]
         return _value_type(self.infos, name, f"{self.label}: output '{name}'")
@@ -390,6 +419,9 @@ class _GraphImporter:
             "Clip": self.clip,
             **{op: self.binary for op in _BINARY}, **{op: self.unary for op in _UNARY},
             **{op: self.variadic for op in _VARIADIC},
+            **{op: getattr(self, method) for op, method in REDUCTION_CONVERTERS.items()},
+            **{op: getattr(self, method) for op, method in data_movement.CONVERTERS.items()},
+            **{op: getattr(self, method) for op, method in conv.CONVERTERS.items()},
         }
         assert set(table) == set(SUPPORTED_OPS)
         return table

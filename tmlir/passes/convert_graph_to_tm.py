@@ -3,16 +3,23 @@
 In: a ``func.func`` of ``graph`` ops on tensors. Out: one ``tm.kernel`` per operator,
 built by its schedule template (``graph.matmul`` → the SIMT matmul template, elementwise
 ops → the elementwise/broadcast template with the per-element function of
-``tmlir/schedules/elementwise_functions.py``), and a host ``func.func`` on memrefs that
+``tmlir/schedules/elementwise_functions.py``, reductions, softmaxes, layer norms and
+pooling → the row-reduction and pooling templates as ``tmlir/schedules/reduction_ops.py``
+chooses; an op with several results gets a buffer for each), and a host ``func.func`` on memrefs that
 allocates intermediates (``tm.alloc global``), names weights (``tm.weight``) and
 launches the kernels in order. Outputs become trailing function arguments written by
 the kernels (destination passing); an output that no kernel writes (an input or a
-weight returned as is) gets a copy kernel. Only float32 tensors are supported.
+weight returned as is) gets a copy kernel. ``graph.reshape`` gets no kernel: its result
+is a ``tm.view`` of its operand's buffer, and a value returned through reshapes is
+written into the output argument seen through a view. Data-movement ops use
+``tmlir/schedules/data_movement.py``; convolutions, transposed convolutions and batch
+norms ``tmlir/schedules/conv.py``. Only float32 tensors are supported.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -26,9 +33,15 @@ from xdsl.utils.exceptions import PassFailedException
 from tmlir.dialects import graph, tm
 from tmlir.schedules.builder import IRBuilder
 from tmlir.schedules.common import f32_memref
+from tmlir.schedules.conv import SCHEDULED_OPS as CONV_OPS
+from tmlir.schedules.conv import conv_op_kernel
+from tmlir.schedules.data_movement import KERNEL_OPS as DATA_MOVEMENT_OPS
+from tmlir.schedules.data_movement import kernel_for as data_movement_kernel
 from tmlir.schedules.elementwise import ElementFunction, elementwise_kernel
 from tmlir.schedules.elementwise_functions import element_function
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
+from tmlir.schedules.reduction_ops import SCHEDULED_OPS as REDUCTION_OPS
+from tmlir.schedules.reduction_ops import reduction_kernel
 
 
 def buffer_type(type: TensorType) -> MemRefType:
@@ -49,6 +62,16 @@ class _Lowering:
     def kernel_name(self, op: Operation) -> str:
         kind = "copy" if isinstance(op, func.ReturnOp) else op.name.split(".")[-1]
         return f"{kind}_{next(self.numbers)}"
+
+    def view(self, buffer: SSAValue, value: SSAValue) -> SSAValue:
+        """The memory of `buffer` as the buffer of tensor `value`: `buffer` itself or the
+        ``tm.view`` of the buffer it views (no chains of views)."""
+        if isinstance(buffer.owner, tm.ViewOp):
+            buffer = buffer.owner.source
+        wanted = buffer_type(value.type)
+        if buffer.type == wanted:
+            return buffer
+        return self.host.insert(tm.ViewOp(buffer, wanted), value.name_hint).results[0]
 
     def launch(self, kernel: tm.KernelOp, args: Sequence[SSAValue]) -> None:
         self.function.parent_block().insert_op_before(kernel, self.function)
@@ -96,9 +119,11 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int]) -> None:
         arg.name_hint = f"out{index}" if value.name_hint is None else f"{value.name_hint}_out"
     state = _Lowering(function, IRBuilder.at_end(new_block), numbers)
     buffers: dict[SSAValue, SSAValue] = dict(zip(old.args, new_block.args))
-    # Values written straight into an output buffer (first output that returns them).
+    # Values written straight into an output buffer (first output that returns them, or a
+    # reshape of them: graph.reshape costs no kernel, its result is a tm.view of the buffer).
     destination: dict[SSAValue, SSAValue] = {}
     for value, arg in zip(outputs, out_args):
+        value = _reshape_source(value)
         if isinstance(value.owner, Operation) and not isinstance(value.owner, graph.WeightOp):
             destination.setdefault(value, arg)
 
@@ -111,11 +136,20 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int]) -> None:
                 tm.WeightOp(op.weight_name.data, buffer_type(op.result.type)), result.name_hint
             ).results[0]
             continue
-        dest = destination.get(result)
-        if dest is None:
-            dest = state.host.insert(tm.AllocOp("global", buffer_type(result.type)),
-                                     result.name_hint).results[0]
-        buffers[result] = dest
+        if isinstance(op, graph.ReshapeOp):
+            buffers[result] = state.view(buffers[op.input], result)
+            continue
+        dests = []  # one buffer per result (graph.layer_norm may have three)
+        for value in op.results:
+            dest = destination.get(value)
+            if dest is not None:
+                dest = state.view(dest, value)  # the output is a reshape of this value
+            else:
+                dest = state.host.insert(tm.AllocOp("global", buffer_type(value.type)),
+                                         value.name_hint).results[0]
+            buffers[value] = dest
+            dests.append(dest)
+        dest = dests[0]
         operands = [buffers[o] for o in op.operands]
         if isinstance(op, graph.MatmulOp):
             problem = MatmulProblem(
@@ -132,12 +166,31 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int]) -> None:
         elif (element := element_function(op)) is not None:
             expr, compute = element
             state.elementwise(op, operands, dest, compute, expr)
+        elif isinstance(op, REDUCTION_OPS):
+            try:
+                kernel = reduction_kernel(state.kernel_name(op), op)
+            except ValueError as exc:
+                raise PassFailedException(f"convert-graph-to-tm: '{op.name}': {exc}") from exc
+            state.launch(kernel, [*operands, *dests])
+        elif isinstance(op, CONV_OPS):
+            try:
+                kernel = conv_op_kernel(state.kernel_name(op), op)
+            except ValueError as exc:
+                raise PassFailedException(f"convert-graph-to-tm: '{op.name}': {exc}") from exc
+            state.launch(kernel, [*operands, dest])
+        elif isinstance(op, DATA_MOVEMENT_OPS):
+            try:
+                kernel = data_movement_kernel(state.kernel_name(op), op)
+            except ValueError as exc:
+                raise PassFailedException(f"convert-graph-to-tm: '{op.name}': {exc}") from exc
+            if kernel is not None:  # None: the result has no elements
+                state.launch(kernel, [*operands, *dests])
         else:
             raise PassFailedException(f"convert-graph-to-tm: no schedule template for '{op.name}'")
 
     # Outputs that no kernel wrote: copy them.
     for value, arg in zip(outputs, out_args):
-        if destination.get(value) is not arg:
+        if buffers[value] is not arg and math.prod(arg.type.get_shape()):
             state.elementwise(ret, [buffers[value]], arg, lambda b, xs: xs[0], "x0")
     state.host.insert(func.ReturnOp())
 
@@ -145,3 +198,10 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int]) -> None:
     old.erase(safe_erase=False)
     function.body.add_block(new_block)
     function.function_type = FunctionType.from_lists([a.type for a in new_block.args], [])
+
+
+def _reshape_source(value: SSAValue) -> SSAValue:
+    """The value whose buffer `value` shares: through chains of ``graph.reshape``."""
+    while isinstance(value.owner, graph.ReshapeOp):
+        value = value.owner.input
+    return value

@@ -5,7 +5,8 @@ In: tm IR whose task mappings are lowered (``tm-lower-mappings``). Out:
 arrays, barriers and warp shuffles (``tm.shuffle`` → ``tmgpu.shuffle``, one to one); ``tm.load``/``tm.store`` become ``memref.load``/``memref.store``,
 wrapped in ``scf.if`` bound checks for their guarded dimensions (a guarded load yields
 0 when out of range); host ``tm.launch`` becomes ``tmgpu.launch`` with the kernel's grid
-and block sizes. A shared or register buffer with a data layout becomes 1-D storage of
+and block sizes, and a host ``tm.view`` (a buffer seen with another shape) becomes
+``tmgpu.view``. A shared or register buffer with a data layout becomes 1-D storage of
 ``layout.size`` elements, and each access to it indexes ``layout.offset(indices)``,
 computed with ``arith`` ops (guards still check the logical indices against the logical
 shape).
@@ -179,6 +180,8 @@ class ConvertTmToGpu(ModulePass):
                     inner.erase()
                 case tm.WeightOp():
                     _replace(inner, tmgpu.WeightOp(inner.weight_name.data, inner.result.type))
+                case tm.ViewOp():
+                    _replace(inner, tmgpu.ViewOp(inner.source, inner.result.type))
                 case tm.LaunchOp():
                     name = inner.kernel.string_value()
                     _replace(inner, tmgpu.LaunchOp(name, inner.args, *sizes[name]))

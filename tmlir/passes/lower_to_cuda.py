@@ -1,8 +1,8 @@
 """``lower-to-cuda``: the default pipeline from graph-level IR to the gpu level.
 
-``convert-graph-to-tm`` → ``tm-lower-mappings`` → ``convert-tm-to-gpu`` →
-``canonicalize`` → ``arith-simplify`` → ``canonicalize`` → ``cse``. ``tm-opt model.onnx -p lower-to-cuda -t cuda`` prints the
-CUDA C of a model.
+``graph-fold-batchnorm`` → ``convert-graph-to-tm`` → ``tm-lower-mappings`` →
+``convert-tm-to-gpu`` → ``canonicalize`` → ``arith-simplify`` → ``canonicalize`` →
+``cse``. ``tm-opt model.onnx -p lower-to-cuda -t cuda`` prints the CUDA C of a model.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from xdsl.transforms.common_subexpression_elimination import CommonSubexpression
 from tmlir.passes.arith_simplify import ArithSimplify
 from tmlir.passes.convert_graph_to_tm import ConvertGraphToTm
 from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu
+from tmlir.passes.graph_fold_batchnorm import GraphFoldBatchnorm
 from tmlir.passes.tm_lower_mappings import TmLowerMappings
 
 PIPELINE: tuple[ModulePass, ...] = (
+    GraphFoldBatchnorm(),
     ConvertGraphToTm(),
     TmLowerMappings(),
     ConvertTmToGpu(),

@@ -52,7 +52,8 @@ def compile_model(model: Any, input_shapes: Mapping[str, Sequence[int]] | None =
 
     source = str(model) if isinstance(model, str | os.PathLike) else None
     imported = import_onnx(model, source=source, input_shapes=input_shapes)
-    LowerToCuda().apply(make_context(), imported.module)
+    # The context carries the weight table: graph-fold-batchnorm adds folded weights to it.
+    LowerToCuda().apply(make_context(weights=imported.weights), imported.module)
     return emit_cuda(imported.module), imported.weights
 
 

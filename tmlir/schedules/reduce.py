@@ -1,9 +1,11 @@
 """Row reductions with warp shuffles: reduce (sum, mean, max, min), softmax, layernorm.
 
-A tensor of shape ``(d0, ..., dn)`` is viewed as ``rows x cols`` where the reduced dims
-are the trailing ones, from ``axis`` on: ``rows = d0 * ... * d(axis-1)``,
-``cols = d(axis) * ... * dn``. That view is a reshape, so each row is contiguous in
-memory. (A reduced axis followed by kept dims -- a strided row -- is not supported yet.)
+A tensor of shape ``(d0, ..., dn)`` is viewed as ``rows x cols``: a row is the elements
+that share every coordinate outside the reduced dims, ``cols`` the product of the reduced
+extents and ``rows`` that of the kept ones. When the reduced dims are the trailing ones
+(from ``axis`` on) the view is a reshape and a row is contiguous in memory; otherwise a
+row is strided (softmax over the channels of NCHW: ``cols = C``, columns ``H * W`` apart),
+and the element ``(row, col)`` is found by unravelling both over their dims.
 
 Each row belongs to ``T = threads_per_row`` threads of a block holding
 ``R = rows_per_block`` rows::
@@ -23,15 +25,18 @@ and a statistic of a row (its max, its sum, ...) takes three steps:
    ``partial[r][warp]`` in shared memory, the block meets at a barrier, each lane reads
    ``partial[r][lane % W]`` and a second butterfly over ``m = W / 2, ..., 1`` combines them.
 
-Every thread of the row ends with the row's value, bitwise the same in all of them.
-``T <= 32`` is a warp (or part of one) per row, for short rows; ``T > 32`` a block (or a
-part of one) per row, for long rows. A block is whole warps and every thread executes
+Every thread of the row ends with the row's value, the same in all of them (bitwise, but
+for the sign of a zero max or min). ``T <= 32`` is a warp (or part of one) per row, for
+short rows; ``T > 32`` a block (or a part of one) per row, for long rows; ``T = 1`` a
+thread per row, the default for many strided rows: consecutive threads take adjacent rows,
+so their loads coalesce where the columns of one row would be far apart. A block is whole warps and every thread executes
 every shuffle and barrier: rows past the tensor and columns past the row are masked only
 around the loads and stores, as CUDA's full-mask shuffles require. Each statistic has its
 own shared ``partial`` buffer, so one barrier per statistic is enough.
 
-Kernels: :func:`reduce_kernel`, :func:`softmax_kernel` (and log-softmax),
-:func:`layernorm_kernel`. One pass over the row per statistic plus one for the output;
+Kernels: :func:`reduce_kernel` (its max and min propagate NaN, as numpy's),
+:func:`softmax_kernel` (and log-softmax), :func:`layernorm_kernel` (optionally with each
+row's mean and inverse standard deviation). One pass over the row per statistic plus one for the output;
 the row is read again from global memory each time (no register caching yet).
 """
 
@@ -69,51 +74,73 @@ def _next_pow2(x: int) -> int:
 
 @dataclass(frozen=True)
 class RowProblem:
-    """A tensor of `shape` reduced over its trailing dims, from `axis` (may be negative) on.
+    """A tensor of `shape` reduced over the dims `axes`, or without them over its trailing
+    dims from `axis` (may be negative) on. Afterwards `axis` is the first reduced dim and
+    `axes` the reduced dims, increasing.
 
     A rank-0 shape is taken as ``(1,)``, as buffers store it.
     """
 
     shape: tuple[int, ...]
     axis: int = -1
+    axes: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         shape = tuple(self.shape) or (1,)
-        axis = self.axis + len(shape) if self.axis < 0 else self.axis
-        if not 0 <= axis < len(shape):
-            raise ValueError(f"axis {self.axis} is out of range for shape {list(shape)}")
+        rank = len(shape)
+        if self.axes is None:
+            axis = self.axis + rank if self.axis < 0 else self.axis
+            if not 0 <= axis < rank:
+                raise ValueError(f"axis {self.axis} is out of range for shape {list(shape)}")
+            axes = tuple(range(axis, rank))
+        else:
+            axes = tuple(sorted({a + rank if a < 0 else a for a in self.axes}))
+            if not axes or axes[0] < 0 or axes[-1] >= rank:
+                raise ValueError(f"axes {list(self.axes)} are not valid dims of a rank-{rank} "
+                                 "tensor")
         if any(d < 1 for d in shape):
             raise ValueError(f"shape {list(shape)} must have extents >= 1")
         object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "axis", axis)
+        object.__setattr__(self, "axis", axes[0])
+        object.__setattr__(self, "axes", axes)
 
     @classmethod
     def from_axes(cls, shape: Sequence[int], axes: Sequence[int]) -> RowProblem:
-        """The problem of reducing `axes` (ONNX-style: any order, negative allowed).
+        """The problem of reducing `axes` (ONNX-style: any order, negative allowed)."""
+        return cls(tuple(shape), axes=tuple(axes))
 
-        They must be trailing: every dim from the first reduced one on is reduced or has
-        extent 1. Raises ValueError otherwise (the row would be strided).
-        """
-        shape = tuple(shape)
-        rank = len(shape)
-        reduced = sorted({a + rank if a < 0 else a for a in axes})
-        if not reduced or reduced[0] < 0 or reduced[-1] >= rank:
-            raise ValueError(f"axes {list(axes)} are not valid dims of a rank-{rank} tensor")
-        first = reduced[0]
-        if any(d not in reduced and shape[d] != 1 for d in range(first, rank)):
-            raise ValueError(
-                f"axes {list(axes)} of shape {list(shape)} are not the trailing dims: the "
-                "reduce template needs contiguous rows"
-            )
-        return cls(shape, first)
+    @property
+    def reduced(self) -> tuple[int, ...]:
+        """The reduced dims (`axes`, never None after construction)."""
+        assert self.axes is not None
+        return self.axes
 
     @property
     def row_shape(self) -> tuple[int, ...]:
-        return self.shape[:self.axis]
+        """The extents of the kept dims (a row's coordinates)."""
+        return tuple(n for d, n in enumerate(self.shape) if d not in self.reduced)
 
     @property
     def col_shape(self) -> tuple[int, ...]:
-        return self.shape[self.axis:]
+        """The extents of the reduced dims (a column's coordinates)."""
+        return tuple(self.shape[d] for d in self.reduced)
+
+    @property
+    def col_stride(self) -> int:
+        """Elements between consecutive columns of a row: 1 for a contiguous row."""
+        return math.prod(self.shape[self.reduced[-1] + 1:])
+
+    @property
+    def strided(self) -> bool:
+        """Whether a row is not one contiguous run of memory."""
+        return any(self.shape[d] > 1 for d in range(self.axis, len(self.shape))
+                   if d not in self.reduced)
+
+    def index(self, row: Sequence[Index], col: Sequence[Index]) -> list[Index]:
+        """The tensor index of the element with row coordinates `row` (over `row_shape`)
+        and column coordinates `col` (over `col_shape`)."""
+        rows, cols = iter(row), iter(col)
+        return [next(cols) if d in self.reduced else next(rows) for d in range(len(self.shape))]
 
     @property
     def rows(self) -> int:
@@ -126,7 +153,7 @@ class RowProblem:
     @property
     def keepdims_shape(self) -> tuple[int, ...]:
         """The reduced tensor with the reduced dims kept as 1 (ONNX's keepdims=1)."""
-        return self.row_shape + (1,) * len(self.col_shape)
+        return tuple(1 if d in self.reduced else n for d, n in enumerate(self.shape))
 
 
 @dataclass(frozen=True)
@@ -177,10 +204,14 @@ class ReduceParams:
     @classmethod
     def default_for(cls, problem: RowProblem) -> ReduceParams:
         """Rows of up to 32 columns: a power-of-two part of a warp per row; up to 1024: a
-        warp per row; longer rows: ``cols / 16`` threads (64 to 1024) per row. Rows are
-        stacked up to about 256 threads per block, no more than the problem has."""
+        warp per row; longer rows: ``cols / 16`` threads (64 to 1024) per row. A strided
+        row with at least as many rows as columns gets one thread, so that a warp's loads
+        are 32 consecutive rows (adjacent in memory) rather than 32 columns of one row.
+        Rows are stacked up to about 256 threads per block, no more than the problem has."""
         cols = problem.cols
-        if cols <= WARP:
+        if problem.col_stride > 1 and problem.rows >= cols:
+            t = 1
+        elif cols <= WARP:
             t = _next_pow2(cols)
         elif cols <= WARP_PER_ROW_MAX_COLS:
             t = WARP
@@ -190,9 +221,37 @@ class ReduceParams:
         return cls(t, max(r, WARP // t))
 
 
-Combine = type[Operation]
-"""A binary float op combining two partial results (arith.AddfOp, arith.MaxnumfOp, ...)."""
-IDENTITY = {arith.AddfOp: 0.0, arith.MaxnumfOp: -math.inf, arith.MinnumfOp: math.inf}
+@dataclass(frozen=True)
+class Combine:
+    """How two partial results of a statistic combine, and the identity they start from."""
+
+    identity: float
+    apply: Callable[[IRBuilder, SSAValue, SSAValue, str | None], SSAValue]
+
+
+def _op_combine(op_type: type[Operation], identity: float) -> Combine:
+    return Combine(identity, lambda b, x, y, name: b.fop(op_type, x, y, name=name))
+
+
+def _nan_extremum(predicate: str, identity: float) -> Combine:
+    """numpy's ``maximum`` (``olt``) / ``minimum`` (``ogt``): ``y`` if ``x <pred> y`` or ``y``
+    is NaN, else ``x``; NaN when either is NaN."""
+
+    def apply(b: IRBuilder, x: SSAValue, y: SSAValue, name: str | None) -> SSAValue:
+        better = b.insert(arith.CmpfOp(x, y, predicate)).results[0]
+        y_nan = b.insert(arith.CmpfOp(y, y, "une")).results[0]
+        return b.fop(arith.SelectOp, b.fop(arith.OrIOp, better, y_nan), y, x, name=name)
+
+    return Combine(identity, apply)
+
+
+SUM = _op_combine(arith.AddfOp, 0.0)
+#: ``fmaxf``: NaN is dropped. Enough for softmax, where a NaN still reaches every output
+#: of its row through ``exp(x - max)`` and the sum.
+MAXNUM = _op_combine(arith.MaxnumfOp, -math.inf)
+#: NaN-propagating extrema, for the reductions (numpy's ``max`` / ``min``).
+MAX = _nan_extremum("olt", -math.inf)
+MIN = _nan_extremum("ogt", math.inf)
 
 
 class _RowSchedule:
@@ -203,11 +262,12 @@ class _RowSchedule:
     def __init__(self, name: str, op: str, problem: RowProblem, params: ReduceParams,
                  args: Sequence[tuple[str, Sequence[int]]], statistics: Sequence[str]) -> None:
         self.p, self.P = problem, params
+        strided = {"axes": ",".join(map(str, problem.reduced))} if problem.strided else {}
         self.kernel = tm.KernelOp(
             name, [f32_memref(shape) for _, shape in args], params.blocks(problem),
             params.threads,
             kernel_attributes("reduce", {"op": op, **params.describe(), "rows": problem.rows,
-                                         "cols": problem.cols}),
+                                         "cols": problem.cols, **strided}),
         )
         name_args(self.kernel, [n for n, _ in args])
         self.args = dict(zip((n for n, _ in args), self.kernel.args))
@@ -260,16 +320,16 @@ class _RowSchedule:
                 condition = b.fop(arith.AndIOp, *conditions, name="in_range")
             with b.if_(condition) if condition is not None else nullcontext():
                 col = b.unravel(c, p.col_shape, in_range=True)
-                yield [*self.row_coords, *col], col
+                yield p.index(self.row_coords, col), col
 
     def statistic(self, name: str, combine: Combine,
                   element: Callable[[SSAValue], SSAValue] = lambda x: x) -> SSAValue:
         """``combine`` over the row of ``element(x)``, in every thread of the row."""
         b, P = self.b, self.P
-        b.store(b.f32(IDENTITY[combine]), self.acc, [0])
+        b.store(b.f32(combine.identity), self.acc, [0])
         with self.columns() as (index, _):
             value = element(b.load(self.args["x"], index, name="v"))
-            b.store(b.fop(combine, b.load(self.acc, [0]), value), self.acc, [0])
+            b.store(combine.apply(b, b.load(self.acc, [0]), value, None), self.acc, [0])
         value = self._butterfly(b.load(self.acc, [0], name=name), combine, P.lanes_per_row, name)
         if P.warps_per_row == 1:
             return value
@@ -286,7 +346,7 @@ class _RowSchedule:
         mask = lanes // 2
         while mask:
             other = b.insert(tm.ShuffleOp(value, "xor", mask), f"{name}_xor{mask}").results[0]
-            value = b.fop(combine, value, other, name=name)
+            value = combine.apply(b, value, other, name)
             mask //= 2
         return value
 
@@ -317,8 +377,7 @@ def reduce_kernel(name: str, kind: str, problem: RowProblem,
     if math.prod(out_shape) != problem.rows:
         raise ValueError(f"output shape {list(out_shape)} does not hold {problem.rows} rows")
     P = params or ReduceParams.default_for(problem)
-    combine = {"sum": arith.AddfOp, "mean": arith.AddfOp, "max": arith.MaxnumfOp,
-               "min": arith.MinnumfOp}[kind]
+    combine = {"sum": SUM, "mean": SUM, "max": MAX, "min": MIN}[kind]
     stat = f"row_{'sum' if kind == 'mean' else kind}"
     s = _RowSchedule(name, kind, problem, P, [("x", problem.shape), ("out", out_shape)], [stat])
     b = s.b
@@ -341,9 +400,9 @@ def softmax_kernel(name: str, problem: RowProblem, log: bool = False,
                      ["row_max", "row_sum"])
     b = s.b
     with s.rows():
-        row_max = s.statistic("row_max", arith.MaxnumfOp)
+        row_max = s.statistic("row_max", MAXNUM)
         row_sum = s.statistic(
-            "row_sum", arith.AddfOp,
+            "row_sum", SUM,
             lambda x: b.fop(xmath.ExpOp, b.fop(arith.SubfOp, x, row_max)))
         if log:
             log_sum = b.fop(xmath.LogOp, row_sum, name="log_sum")
@@ -360,11 +419,14 @@ def softmax_kernel(name: str, problem: RowProblem, log: bool = False,
 def layernorm_kernel(name: str, problem: RowProblem, epsilon: float = 1e-5,
                      scale_shape: Sequence[int] | None = None,
                      bias_shape: Sequence[int] | None = None,
-                     params: ReduceParams | None = None) -> tm.KernelOp:
-    """A kernel ``(x, [scale,] [bias,] out)``: each row normalized to zero mean and unit
-    variance, then times ``scale`` and plus ``bias`` (each optional, broadcast numpy-style
-    to the reduced dims ``problem.col_shape``):
-    ``(x - mean) / sqrt(var + epsilon) * scale + bias``.
+                     params: ReduceParams | None = None,
+                     statistics: bool = False) -> tm.KernelOp:
+    """A kernel ``(x, [scale,] [bias,] out[, mean, inv_std_dev])``: each row normalized to
+    zero mean and unit variance, then times ``scale`` and plus ``bias`` (each optional,
+    broadcast numpy-style to the reduced dims ``problem.col_shape``):
+    ``(x - mean) / sqrt(var + epsilon) * scale + bias``. With `statistics`, also each row's
+    mean and ``1 / sqrt(var + epsilon)``, of shape ``problem.keepdims_shape`` (ONNX
+    LayerNormalization's optional outputs).
 
     The variance is two-pass, ``mean((x - mean)^2)``: no cancellation as in
     ``E[x^2] - E[x]^2``.
@@ -377,20 +439,27 @@ def layernorm_kernel(name: str, problem: RowProblem, epsilon: float = 1e-5,
     args = [("x", problem.shape)]
     args += [("scale", tuple(scale_shape))] if scale_shape is not None else []
     args += [("bias", tuple(bias_shape))] if bias_shape is not None else []
-    s = _RowSchedule(name, "layernorm", problem, P, [*args, ("out", problem.shape)],
-                     ["row_sum", "row_sq"])
+    args += [("out", problem.shape)]
+    stats_shape = problem.keepdims_shape
+    args += [("mean", stats_shape), ("inv_std_dev", stats_shape)] if statistics else []
+    s = _RowSchedule(name, "layernorm", problem, P, args, ["row_sum", "row_sq"])
     b = s.b
     cols = float(problem.cols)
     with s.rows():
-        mean = _fdiv(b, s.statistic("row_sum", arith.AddfOp), cols, "mean")
+        mean = _fdiv(b, s.statistic("row_sum", SUM), cols, "mean")
 
         def square(x: SSAValue) -> SSAValue:
             d = b.fop(arith.SubfOp, x, mean)
             return b.fop(arith.MulfOp, d, d)
 
-        var = _fdiv(b, s.statistic("row_sq", arith.AddfOp, square), cols, "var")
+        var = _fdiv(b, s.statistic("row_sq", SUM, square), cols, "var")
         std = b.fop(xmath.SqrtOp, b.fop(arith.AddfOp, var, b.f32(epsilon)))
         rstd = b.fop(arith.DivfOp, b.f32(1.0), std, name="rstd")
+        if statistics:
+            with s.single_thread():
+                at = b.unravel(s.row, stats_shape, in_range=True)
+                b.store(mean, s.args["mean"], at)
+                b.store(rstd, s.args["inv_std_dev"], at)
         with s.columns() as (index, col):
             x = b.load(s.args["x"], index, name="v")
             y = b.fop(arith.MulfOp, b.fop(arith.SubfOp, x, mean), rstd)

@@ -25,6 +25,7 @@ from xdsl.utils.exceptions import (
 )
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from tmlir.context import TmContext
 from tmlir.registry import project_dialects, project_passes, project_targets
 
 
@@ -34,6 +35,7 @@ class TmOptMain(xDSLOptMain):
     version_format = "tm-opt (tmlir) built on xdsl {xdsl_version}"
 
     def register_all_dialects(self) -> None:
+        self.ctx = TmContext()  # carries the weight table of an imported .onnx model
         super().register_all_dialects()
         for name, loader in project_dialects().items():
             self.ctx.register_dialect(name, loader)
@@ -53,7 +55,9 @@ class TmOptMain(xDSLOptMain):
         def parse_onnx(io: IO[bytes]) -> ModuleOp:
             from tmlir.frontends.onnx import import_onnx
 
-            return import_onnx(io.read(), source=self.get_input_name()).module
+            imported = import_onnx(io.read(), source=self.get_input_name())
+            self.ctx.weights = imported.weights  # for passes that fold weights
+            return imported.module
 
         self.available_frontends["onnx"] = parse_onnx
 

@@ -1,0 +1,184 @@
+"""2-D transposed convolution (NCHW), a direct kernel.
+
+``y[n, co, oh, ow] = sum_{c, kh, kw} x[n, g*Cg + c, ih, iw] * w[g*Cg + c, co % Co_g, kh, kw]
+(+ bias[co])`` over the taps where ``oh = ih * sh - pt + kh * dh`` (and the same along
+the width) has a solution ``ih`` inside the input; ``g = co / Co_g``, ``Cg = C_in /
+groups``, ``Co_g = C_out / groups``. The weight is ``(C_in, C_out / groups, KH, KW)``, as
+ONNX's ``ConvTranspose`` stores it (the gradient of a convolution with that weight).
+
+The kernel gathers: each thread owns one output element (``spatial(grid) *
+spatial(block)`` over the flattened output) and walks its ``repeat(Cg, KH, KW)`` taps;
+a tap contributes where ``oh + pt - kh * dh`` is a non-negative multiple of the stride
+whose quotient is below the input height (likewise for the width). The quotient is taken
+of ``oh + pt - kh * dh + M * sh`` with ``M * sh >= (KH - 1) * dh``, which is never
+negative, so the unsigned division and remainder are exact; ``M`` is subtracted after the
+check. Only the checks that can fail are emitted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects import arith
+from xdsl.ir import SSAValue
+
+from tmlir.dialects import tm
+from tmlir.mapping import repeat, spatial
+from tmlir.schedules.builder import Index, IRBuilder
+from tmlir.schedules.common import f32_memref, kernel_attributes, name_args
+
+WARP = 32
+Pair = tuple[int, int]
+Quad = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class ConvTransposeProblem:
+    """Shapes and attributes of one 2-D transposed convolution, NCHW.
+
+    `input_shape` is ``(N, C_in, H, W)``, `weight_shape` ``(C_in, C_out / groups, KH,
+    KW)``; `pads` are ``(top, left, bottom, right)`` and `output_padding` extra rows and
+    columns at the bottom and right. Impossible combinations raise a one-line ValueError.
+    """
+
+    input_shape: Quad
+    weight_shape: Quad
+    strides: Pair = (1, 1)
+    pads: Quad = (0, 0, 0, 0)
+    dilations: Pair = (1, 1)
+    output_padding: Pair = (0, 0)
+    groups: int = 1
+    bias: bool = False
+
+    def __post_init__(self) -> None:
+        for field in ("input_shape", "weight_shape", "strides", "pads", "dilations",
+                      "output_padding"):
+            object.__setattr__(self, field, tuple(int(v) for v in getattr(self, field)))
+        c_in, g = self.input_shape[1], self.groups
+        if g < 1 or c_in % g or self.weight_shape[0] != c_in:
+            raise ValueError(f"conv_transpose: weight {self.weight_shape} must have the input's "
+                             f"{c_in} channels first, and groups {g} must divide them")
+        if min(self.strides) < 1 or min(self.dilations) < 1 or min(self.pads) < 0 \
+                or min(self.output_padding) < 0:
+            raise ValueError(f"conv_transpose: strides {self.strides} and dilations "
+                             f"{self.dilations} must be >= 1, pads {self.pads} and output "
+                             f"padding {self.output_padding} >= 0")
+        if min(self.out_shape) < 1:
+            raise ValueError(f"conv_transpose: no output (shape {self.out_shape})")
+
+    @property
+    def batch(self) -> int:
+        return self.input_shape[0]
+
+    @property
+    def group_in(self) -> int:
+        return self.input_shape[1] // self.groups
+
+    @property
+    def group_out(self) -> int:
+        return self.weight_shape[1]
+
+    @property
+    def out_shape(self) -> Quad:
+        n, _, h, w = self.input_shape
+        sizes = []
+        for d, size in enumerate((h, w)):
+            window = (self.weight_shape[2 + d] - 1) * self.dilations[d] + 1
+            sizes.append(self.strides[d] * (size - 1) + self.output_padding[d] + window
+                         - self.pads[d] - self.pads[2 + d])
+        return (n, self.weight_shape[1] * self.groups, sizes[0], sizes[1])
+
+    @property
+    def arg_shapes(self) -> list[tuple[int, ...]]:
+        """The kernel's arguments: input, weight, [bias,] output."""
+        bias = [(self.out_shape[1],)] if self.bias else []
+        return [self.input_shape, self.weight_shape, *bias, self.out_shape]
+
+    def describe(self) -> dict[str, int | str]:
+        return {"kernel": _x(self.weight_shape[2:]), "stride": _x(self.strides),
+                "dilation": _x(self.dilations), "pads": ",".join(map(str, self.pads)),
+                "output_padding": _x(self.output_padding), "groups": self.groups}
+
+
+def _x(values: Sequence[int]) -> str:
+    return "x".join(map(str, values))
+
+
+@dataclass(frozen=True)
+class ConvTransposeParams:
+    """Threads per block."""
+
+    block: int = 256
+
+
+def _input_coordinate(b: IRBuilder, out: Index, tap: Index, stride: int, dilation: int,
+                      pad: int, size: int, taps: int, out_size: int,
+                      conditions: list[SSAValue], name: str) -> Index:
+    """The input coordinate ``(out + pad - tap * dilation) / stride`` that output `out`
+    reads through `tap`; appends the checks that it exists and is inside the input (those
+    that can fail)."""
+    shift = math.ceil((taps - 1) * dilation / stride)  # M: keeps the numerator >= 0
+    numerator = b.sub(b.add(out, pad + shift * stride), b.mul(tap, dilation))
+    if stride > 1:
+        conditions.append(b.eq(b.rem(numerator, stride), 0))
+    shifted = b.div(numerator, stride)
+    if pad < (taps - 1) * dilation:  # the first outputs' last taps fall before the input
+        conditions.append(b.ge(shifted, shift))
+    if (out_size - 1 + pad + shift * stride) // stride >= size + shift:
+        conditions.append(b.lt(shifted, size + shift))
+    coordinate = b.sub(shifted, shift)
+    if isinstance(coordinate, SSAValue) and coordinate.name_hint is None:
+        coordinate.name_hint = name
+    return coordinate
+
+
+def conv_transpose_kernel(name: str, problem: ConvTransposeProblem,
+                          params: ConvTransposeParams = ConvTransposeParams()) -> tm.KernelOp:
+    """A kernel ``(x, w, [bias,] y)``: one thread per output element, gathering its taps."""
+    p = problem
+    total = math.prod(p.out_shape)
+    block = min(params.block, WARP * math.ceil(total / WARP))
+    grid = math.ceil(total / block)
+    kernel = tm.KernelOp(name, [f32_memref(s) for s in p.arg_shapes], grid, block,
+                         kernel_attributes("conv_transpose_direct",
+                                           {"block": block, **p.describe()}))
+    name_args(kernel, ["x", "w", *(["bias"] if p.bias else []), "y"])
+    x, w, *rest = kernel.args
+    bias, y = (rest[0], rest[1]) if p.bias else (None, rest[0])
+    partial = total % block != 0
+    (sh, sw), (dh, dw), (kh_n, kw_n) = p.strides, p.dilations, p.weight_shape[2:]
+    top, left = p.pads[:2]
+    h, w_size = p.input_shape[2:]
+    b = IRBuilder.at_end(kernel.body.block)
+    bid = b.insert(tm.BlockIdOp(), "bid").results[0]
+    tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
+    acc = b.insert(tm.AllocOp("register", f32_memref((1,))), "acc").results[0]
+    with (b.for_task(spatial(grid), bid, ["blk"]) as (blk,),
+          b.for_task(spatial(block), tid, ["t"]) as (t,)):
+        n, co, oh, ow = b.unravel(b.add(b.mul(blk, block), t, "idx"), p.out_shape,
+                                  in_range=not partial)
+        for value, hint in zip((n, co, oh, ow), ("n", "co", "oh", "ow")):
+            if isinstance(value, SSAValue) and value.name_hint is None:
+                value.name_hint = hint
+        group = b.div(co, p.group_out, "group")
+        c0 = b.mul(group, p.group_in, "c0")
+        co_in_group = b.rem(co, p.group_out, "cog")
+        b.store(b.f32(0.0), acc, [0])
+        with b.for_task(repeat(p.group_in, kh_n, kw_n), None, ["c", "kh", "kw"]) as (c, kh, kw):
+            conditions = [b.lt(n, p.batch)] if partial else []
+            ih = _input_coordinate(b, oh, kh, sh, dh, top, h, kh_n, p.out_shape[2],
+                                   conditions, "ih")
+            iw = _input_coordinate(b, ow, kw, sw, dw, left, w_size, kw_n, p.out_shape[3],
+                                   conditions, "iw")
+            ci = b.add(c0, c, "ci")
+            inside = b.all_of(conditions)
+            xv = b.load_if(inside, x, [n, ci, ih, iw], name="xv")
+            wv = b.load(w, [ci, co_in_group, kh, kw], name="wv")
+            b.store(b.fop(arith.AddfOp, b.load(acc, [0]), b.fop(arith.MulfOp, xv, wv)), acc, [0])
+        value = b.load(acc, [0], name="sum")
+        if bias is not None:
+            value = b.fop(arith.AddfOp, value, b.load(bias, [co], name="bias"))
+        b.store(value, y, [n, co, oh, ow], [0] if partial else [])
+    return kernel

@@ -1,0 +1,458 @@
+"""The data-movement template: one thread per output element, which computes where its
+element comes from.
+
+Transpose, slice, gather (constant indices), expand, tile, pad, concat and split copy
+elements and compute nothing; what differs is the source index of an output element. The
+kernel gives each of ``grid * block`` threads the global id ``gid = bid * block + tid``
+and maps the output's elements onto them with one task mapping,
+
+    tm.for_task (%i0, %i1, ...) in spatial(<output shape>) on %gid { out[i] = x[src(i)] }
+
+so consecutive threads write consecutive elements (stores coalesce; loads follow the
+source index). ``tm-lower-mappings`` unravels ``gid`` into the coordinates and guards
+``gid < elements`` when the last block overhangs. ``src(i)`` per op:
+
+* transpose: ``x[i[inverse perm]]``; slice: ``x[start + i * step]`` (a negative step
+  counts down); gather: ``x[..., indices[i...], ...]`` with the constant indices folded
+  into index arithmetic when they are a progression, else a chain of selects; expand:
+  numpy broadcasting (extent-1 dims read index 0); tile: ``x[i % shape]``;
+* pad: ``x[i - begin]``; where that leaves the input, ``constant`` mode loads nothing and
+  stores the pad value, ``edge`` clamps, ``reflect`` mirrors, ``wrap`` wraps around;
+* concat: one kernel for all inputs, over the output; each thread stores from the input
+  whose segment of ``axis`` holds its coordinate (one ``if`` per input); split: one
+  kernel for all outputs, over the input, the mirror image.
+
+Each builder returns one ``tm.kernel`` with ``tm.template = "data_movement"`` and its
+arguments ``(inputs..., outputs...)``, or None when the output has no elements.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects import arith, scf
+from xdsl.dialects import math as xmath
+from xdsl.dialects.builtin import Float32Type, IndexType, IntegerType
+from xdsl.ir import Block, Operation, SSAValue
+
+from tmlir.dialects import graph, tm
+from tmlir.mapping import spatial
+from tmlir.schedules.builder import Index, IRBuilder
+from tmlir.schedules.common import broadcast_index, f32_memref, kernel_attributes, name_args
+
+MAX_GATHER_TABLE = 256
+"""Constant gather indices that are no progression become a select chain up to this size."""
+
+Body = Callable[[IRBuilder, list[Index], Sequence[SSAValue], Sequence[SSAValue]], None]
+"""Fills the body for one task: (builder, coordinates, inputs, outputs)."""
+
+
+@dataclass(frozen=True)
+class DataMovementParams:
+    """Threads per block (the last block may overhang the elements)."""
+
+    block: int = 256
+
+
+def data_movement_kernel(
+    name: str, op: str, in_shapes: Sequence[Sequence[int]], out_shapes: Sequence[Sequence[int]],
+    space: Sequence[int], body: Body, info: dict[str, int | str] | None = None,
+    params: DataMovementParams = DataMovementParams(),
+) -> tm.KernelOp | None:
+    """A kernel ``(inputs..., outputs...)`` running `body` once per element of `space`
+    (one thread each); None when `space` is empty. Rank-0 tensors are 1-element buffers
+    (the body gets no coordinates for a rank-0 space)."""
+    total = math.prod(space)
+    if total == 0:
+        return None
+    block = min(params.block, 32 * math.ceil(total / 32))
+    grid = math.ceil(total / block)
+    kernel = tm.KernelOp(
+        name, [f32_memref(tuple(s) or (1,)) for s in (*in_shapes, *out_shapes)], grid, block,
+        kernel_attributes("data_movement", {"op": op, **(info or {}), "block": block}),
+    )
+    names = ["x"] if len(in_shapes) == 1 else [f"x{i}" for i in range(len(in_shapes))]
+    names += ["out"] if len(out_shapes) == 1 else [f"out{i}" for i in range(len(out_shapes))]
+    name_args(kernel, names)
+    args = kernel.args
+    b = IRBuilder.at_end(kernel.body.block)
+    bid = b.insert(tm.BlockIdOp(), "bid").results[0]
+    tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
+    gid = b.add(b.mul(bid, block), tid, "gid")
+    rank = len(space)
+    with b.for_task(spatial(*(space or (1,))), b.value(gid), [f"i{d}" for d in range(rank)]) \
+            as coords:
+        body(b, list(coords[:rank]), args[:len(in_shapes)], args[len(in_shapes):])
+    return kernel
+
+
+def _at(indices: Sequence[Index]) -> list[Index]:
+    """Indices of a buffer: a rank-0 tensor's buffer has one element."""
+    return list(indices) or [0]
+
+
+def _copy(b: IRBuilder, x: SSAValue, src: Sequence[Index], out: SSAValue,
+          dst: Sequence[Index]) -> None:
+    b.store(b.load(x, _at(src), name="v"), out, _at(dst))
+
+
+def _csv(values: Sequence[int]) -> str:
+    return ",".join(map(str, values))
+
+
+# -- one builder per op ---------------------------------------------------------------------
+
+def transpose_kernel(name: str, in_shape: Sequence[int], perm: Sequence[int],
+                     params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+    """``out[i] = x[j]`` with ``j[perm[k]] = i[k]``."""
+    out_shape = [in_shape[p] for p in perm]
+
+    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
+        j: list[Index] = [0] * len(perm)
+        for k, p in enumerate(perm):
+            j[p] = i[k]
+        _copy(b, xs[0], j, outs[0], i)
+
+    return data_movement_kernel(name, "transpose", [in_shape], [out_shape], out_shape, body,
+                                {"perm": _csv(perm)}, params)
+
+
+def slice_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
+                 starts: Sequence[int], steps: Sequence[int],
+                 params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+    """``out[i] = x[starts + i * steps]`` (a negative step counts down from its start)."""
+
+    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
+        j = [b.add(start, b.mul(c, step)) if step > 0 else b.sub(start, b.mul(c, -step))
+             for c, start, step in zip(i, starts, steps)]
+        _copy(b, xs[0], j, outs[0], i)
+
+    return data_movement_kernel(name, "slice", [in_shape], [out_shape], out_shape, body,
+                                {"starts": _csv(starts), "steps": _csv(steps)}, params)
+
+
+def expand_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
+                  params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+    """numpy broadcasting of `in_shape` to `out_shape`."""
+
+    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
+        _copy(b, xs[0], broadcast_index(i, out_shape, in_shape), outs[0], i)
+
+    return data_movement_kernel(name, "expand", [in_shape], [out_shape], out_shape, body,
+                                params=params)
+
+
+def tile_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
+                params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+    """``out[i] = x[i % in_shape]`` (no remainder along dims that are not repeated)."""
+
+    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
+        j = [c if n == o else b.rem(c, n) for c, n, o in zip(i, in_shape, out_shape)]
+        _copy(b, xs[0], j, outs[0], i)
+
+    repeats = [o // n if n else 1 for n, o in zip(in_shape, out_shape)]
+    return data_movement_kernel(name, "tile", [in_shape], [out_shape], out_shape, body,
+                                {"repeats": _csv(repeats)}, params)
+
+
+def gather_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int], axis: int,
+                  indices: Sequence[int],
+                  params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+    """``out[a, k, c] = x[a, indices[k], c]`` (``a``: the dims before `axis`; ``k``: the
+    index dims, ``c``: the dims after), `indices` constant, row-major and non-negative."""
+    index_rank = len(out_shape) - len(in_shape) + 1
+    index_shape = out_shape[axis:axis + index_rank]
+
+    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
+        flat: Index = 0
+        for c, n in zip(i[axis:axis + index_rank], index_shape):
+            flat = b.add(b.mul(flat, n), c)
+        j = [*i[:axis], _lookup(b, flat, indices), *i[axis + index_rank:]]
+        _copy(b, xs[0], j, outs[0], i)
+
+    info: dict[str, int | str] = {"axis": axis, "indices": len(indices)}
+    return data_movement_kernel(name, "gather", [in_shape], [out_shape], out_shape, body, info,
+                                params)
+
+
+def _lookup(b: IRBuilder, k: Index, table: Sequence[int]) -> Index:
+    """``table[k]`` as index arithmetic: ``first + k * step`` for a progression, else a
+    chain of selects on ``k`` (at most MAX_GATHER_TABLE entries)."""
+    if isinstance(k, int) or len(table) == 1:
+        return table[k if isinstance(k, int) else 0]
+    step = table[1] - table[0]
+    if all(later - earlier == step for earlier, later in itertools.pairwise(table)):
+        return b.add(table[0], b.mul(k, step)) if step >= 0 else b.sub(table[0], b.mul(k, -step))
+    if len(table) > MAX_GATHER_TABLE:
+        raise ValueError(f"{len(table)} gather indices that are not a progression (at most "
+                         f"{MAX_GATHER_TABLE} are supported)")
+    result: SSAValue = b.value(table[-1])
+    for position in range(len(table) - 2, -1, -1):
+        hit = b.eq(k, position)
+        result = b.fop(arith.SelectOp, hit, b.value(table[position]), result)
+    result.name_hint = "index"
+    return result
+
+
+def pad_kernel(name: str, in_shape: Sequence[int], pads: Sequence[int], mode: str = "constant",
+               value: float = 0.0,
+               params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+    """`pads`: the begins of every dim, then the ends (negative: crop, constant mode
+    only); `mode` one of ``graph.PAD_MODES``."""
+    rank = len(in_shape)
+    pairs = list(zip(pads[:rank], pads[rank:]))
+    out_shape = [n + begin + end for n, (begin, end) in zip(in_shape, pairs)]
+
+    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
+        if mode != "constant":
+            j = [_border_index(b, mode, c, n, begin) if begin or end else c
+                 for c, n, (begin, end) in zip(i, in_shape, pairs)]
+            _copy(b, xs[0], j, outs[0], i)
+            return
+        checks = []
+        for c, n, (begin, end) in zip(i, in_shape, pairs):
+            if begin > 0:
+                checks.append(b.ge(c, begin))
+            if end > 0:
+                checks.append(b.lt(c, begin + n))
+        inside = b.all_of(checks)
+        if inside is not None:
+            inside.name_hint = "inside"
+
+        def source() -> list[Index]:  # computed where it is in range
+            return [b.sub(c, begin) if begin >= 0 else b.add(c, -begin)
+                    for c, (begin, _) in zip(i, pairs)]
+
+        v = _load_or(b, inside, xs[0], source, value)
+        b.store(v, outs[0], _at(i))
+
+    info: dict[str, int | str] = {"mode": mode, "pads": _csv(pads)}
+    return data_movement_kernel(name, "pad", [in_shape], [out_shape], out_shape, body, info,
+                                params)
+
+
+def _border_index(b: IRBuilder, mode: str, c: Index, n: int, begin: int) -> Index:
+    """The source index along a dim padded by `begin` (>= 0) in `mode`: ``c - begin`` in
+    the middle; selects pick the edge or the mirror outside it, a remainder wraps."""
+    if mode == "wrap":
+        return b.rem(b.add(c, (-begin) % n), n)
+    middle = b.insert(arith.SubiOp(b.value(c), b.value(begin))).results[0] if begin else c
+    if mode == "edge":
+        before, after = b.value(0), b.value(n - 1)
+    else:  # reflect: c < begin reads begin - c, c >= begin + n reads 2 (n - 1) + begin - c
+        before = b.insert(arith.SubiOp(b.value(begin), b.value(c))).results[0] if begin \
+            else b.value(0)
+        after = b.insert(arith.SubiOp(b.value(2 * (n - 1) + begin), b.value(c))).results[0]
+    inner = b.fop(arith.SelectOp, b.lt(c, begin + n), middle, after)
+    return b.fop(arith.SelectOp, b.lt(c, begin), before, inner) if begin else inner
+
+
+def _load_or(b: IRBuilder, condition: SSAValue | None, buffer: SSAValue,
+             indices: Callable[[], list[Index]], fill: float) -> SSAValue:
+    """``buffer[indices()]`` where `condition` holds (indices computed there), else
+    `fill`."""
+    if condition is None:
+        return b.load(buffer, _at(indices()), name="v")
+    then, other = Block(), Block()
+    with b.at(then):
+        b.insert(scf.YieldOp(b.load(buffer, _at(indices()))))
+    with b.at(other):
+        b.insert(scf.YieldOp(b.f32(fill)))
+    return b.insert(scf.IfOp(condition, [Float32Type()], [then], [other]), "v").results[0]
+
+
+def _segments(b: IRBuilder, c: Index, extents: Sequence[int]) -> list[tuple[int, int, SSAValue | None]]:
+    """For each non-empty segment of an axis cut into `extents`: (its index, its offset,
+    the condition that coordinate `c` lies in it, None if it always does)."""
+    bounds = [sum(extents[:k]) for k in range(len(extents) + 1)]
+    pieces = [k for k, n in enumerate(extents) if n > 0]
+    segments = []
+    for k in pieces:
+        lo, hi = bounds[k], bounds[k + 1]
+        checks = ([b.ge(c, lo)] if k != pieces[0] else []) + \
+                 ([b.lt(c, hi)] if k != pieces[-1] else [])
+        condition = b.all_of(checks)
+        if condition is not None:
+            condition.name_hint = f"in{k}"
+        segments.append((k, lo, condition))
+    return segments
+
+
+def _in_segment(b: IRBuilder, condition: SSAValue | None, fill: Callable[[], None]) -> None:
+    if condition is None:
+        fill()
+        return
+    with b.if_(condition):
+        fill()
+
+
+def concat_kernel(name: str, in_shapes: Sequence[Sequence[int]], axis: int,
+                  params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+    """One thread per output element; the input whose segment of `axis` holds it copies."""
+    extents = [s[axis] for s in in_shapes]
+    out_shape = list(in_shapes[0])
+    out_shape[axis] = sum(extents)
+
+    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
+        for k, offset, condition in _segments(b, i[axis], extents):
+            def fill(k: int = k, offset: int = offset) -> None:
+                j = [*i[:axis], b.sub(i[axis], offset), *i[axis + 1:]]
+                _copy(b, xs[k], j, outs[0], i)
+            _in_segment(b, condition, fill)
+
+    return data_movement_kernel(name, "concat", in_shapes, [out_shape], out_shape, body,
+                                {"axis": axis, "sizes": _csv(extents)}, params)
+
+
+def split_kernel(name: str, in_shape: Sequence[int], out_shapes: Sequence[Sequence[int]],
+                 axis: int,
+                 params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+    """One thread per input element, which stores it into the output whose segment of
+    `axis` holds it."""
+    extents = [s[axis] for s in out_shapes]
+
+    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
+        v = b.load(xs[0], _at(i), name="v")
+        for k, offset, condition in _segments(b, i[axis], extents):
+            def fill(k: int = k, offset: int = offset) -> None:
+                b.store(v, outs[k], [*i[:axis], b.sub(i[axis], offset), *i[axis + 1:]])
+            _in_segment(b, condition, fill)
+
+    return data_movement_kernel(name, "split", [in_shape], out_shapes, in_shape, body,
+                                {"axis": axis, "sizes": _csv(extents)}, params)
+
+
+def resize_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
+                  scales: Sequence[float], mode: str, coordinate_transformation_mode: str,
+                  nearest_mode: str = "round_prefer_floor",
+                  params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+    """ONNX ``Resize`` (see ``graph.ResizeOp``): per resized dim, the output coordinate
+    becomes an input coordinate in f32 (as onnxruntime computes it); ``nearest`` rounds and
+    clamps it, ``linear`` clamps it and blends its two neighbours, dim after dim."""
+    ctm = coordinate_transformation_mode
+
+    def source(b: IRBuilder, c: Index, n: int, m: int, scale: float) -> SSAValue | int:
+        """The input coordinate (f32) of output coordinate `c`, or an int if constant."""
+        if ctm in ("pytorch_half_pixel", "align_corners") and m == 1:
+            return 0
+        x = _to_f32(b, c)
+        if ctm == "align_corners":
+            x = b.fop(arith.MulfOp, x, b.f32(float(n - 1)))
+            return b.fop(arith.DivfOp, x, b.f32(float(m - 1)))
+        if ctm == "asymmetric":
+            return b.fop(arith.DivfOp, x, b.f32(scale))
+        x = b.fop(arith.DivfOp, b.fop(arith.AddfOp, x, b.f32(0.5)), b.f32(scale))
+        x = b.fop(arith.SubfOp, x, b.f32(0.5))
+        if ctm == "half_pixel_symmetric":
+            offset = n / 2 * (1 - m / (scale * n))
+            x = b.fop(arith.AddfOp, x, b.f32(float(np.float32(offset))))
+        return x
+
+    def clamp(b: IRBuilder, x: SSAValue, n: int) -> SSAValue:
+        x = b.fop(arith.MaximumfOp, x, b.f32(0.0))
+        return b.fop(arith.MinimumfOp, x, b.f32(float(n - 1)))
+
+    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
+        j: list[Index] = list(i)
+        blends: list[tuple[int, Index, Index, SSAValue]] = []  # (dim, low, high, weight)
+        for d, (c, n, m, scale) in enumerate(zip(i, in_shape, out_shape, scales)):
+            if n == 1 or (scale == 1.0 and n == m):
+                j[d] = 0 if n == 1 else c
+                continue
+            x = source(b, c, n, m, scale)
+            if isinstance(x, int):
+                j[d] = x
+            elif mode == "nearest":
+                rounding = {"round_prefer_floor": (xmath.CeilOp, -0.5),
+                            "round_prefer_ceil": (xmath.FloorOp, 0.5),
+                            "floor": (xmath.FloorOp, 0.0), "ceil": (xmath.CeilOp, 0.0)}
+                op_type, shift = rounding[nearest_mode]
+                if shift:
+                    x = b.fop(arith.AddfOp, x, b.f32(shift))
+                j[d] = _to_index(b, clamp(b, b.fop(op_type, x), n), f"src{d}")
+            else:
+                x = clamp(b, x, n)
+                x.name_hint = f"x{d}"
+                low = _to_index(b, x, f"low{d}")
+                high = b.fop(arith.SelectOp, b.lt(low, n - 1), b.value(b.add(low, 1)),
+                             b.value(n - 1), name=f"high{d}")
+                weight = b.fop(arith.SubfOp, x, _to_f32(b, low), name=f"w{d}")
+                blends.append((d, low, high, weight))
+
+        def blend(level: int, at: list[Index]) -> SSAValue:
+            if level == len(blends):
+                return b.load(xs[0], _at(at), name="v")
+            d, low, high, weight = blends[level]
+            v0 = blend(level + 1, [*at[:d], low, *at[d + 1:]])
+            v1 = blend(level + 1, [*at[:d], high, *at[d + 1:]])
+            one_minus = b.fop(arith.SubfOp, b.f32(1.0), weight)
+            return b.fop(arith.AddfOp, b.fop(arith.MulfOp, v0, one_minus),
+                         b.fop(arith.MulfOp, v1, weight))
+
+        b.store(blend(0, j), outs[0], _at(i))
+
+    info: dict[str, int | str] = {"mode": mode, "coordinate_transformation_mode": ctm}
+    if mode == "nearest":
+        info["nearest_mode"] = nearest_mode
+    return data_movement_kernel(name, "resize", [in_shape], [out_shape], out_shape, body, info,
+                                params)
+
+
+def _to_f32(b: IRBuilder, i: Index) -> SSAValue:
+    if isinstance(i, int):
+        return b.f32(float(i))
+    as_int = b.insert(arith.IndexCastOp(i, IntegerType(32))).results[0]
+    return b.insert(arith.SIToFPOp(as_int, Float32Type())).results[0]
+
+
+def _to_index(b: IRBuilder, x: SSAValue, name: str) -> SSAValue:
+    """A non-negative f32 truncated to an index."""
+    as_int = b.insert(arith.FPToSIOp(x, IntegerType(32))).results[0]
+    return b.insert(arith.IndexCastOp(as_int, IndexType()), name).results[0]
+
+
+# -- graph ops --------------------------------------------------------------------------------
+
+KERNEL_OPS = (graph.TransposeOp, graph.SliceOp, graph.GatherOp, graph.ExpandOp, graph.TileOp,
+              graph.PadOp, graph.ConcatOp, graph.SplitOp, graph.ResizeOp)
+"""The graph ops this template builds kernels for (``graph.reshape`` needs none)."""
+
+
+def kernel_for(name: str, op: Operation,
+               params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+    """The kernel of a data-movement graph op (arguments: its operands, then its results);
+    None when it writes no element. Raises ValueError for what the template cannot do."""
+    def shape(value: SSAValue) -> tuple[int, ...]:
+        return tuple(value.type.get_shape())  # type: ignore[attr-defined]
+
+    match op:
+        case graph.TransposeOp():
+            return transpose_kernel(name, shape(op.input), op.permutation, params)
+        case graph.SliceOp():
+            return slice_kernel(name, shape(op.input), shape(op.result),
+                                op.starts.get_values(), op.steps.get_values(), params)
+        case graph.GatherOp():
+            return gather_kernel(name, shape(op.input), shape(op.result), op.axis_value,
+                                 op.index_values, params)
+        case graph.ExpandOp():
+            return expand_kernel(name, shape(op.input), shape(op.result), params)
+        case graph.TileOp():
+            return tile_kernel(name, shape(op.input), shape(op.result), params)
+        case graph.PadOp():
+            return pad_kernel(name, shape(op.input), op.pads.get_values(), op.mode_value,
+                              op.pad_value, params)
+        case graph.ConcatOp():
+            return concat_kernel(name, [shape(v) for v in op.inputs], op.axis_value, params)
+        case graph.SplitOp():
+            return split_kernel(name, shape(op.input), [shape(v) for v in op.outputs],
+                                op.axis_value, params)
+        case graph.ResizeOp():
+            return resize_kernel(name, shape(op.input), shape(op.result), op.scale_values,
+                                 op.mode.data, op.coordinate_transformation_mode.data,
+                                 op.nearest_mode_value, params)
+    raise AssertionError(f"not a data-movement op: {op.name}")
+

@@ -1,0 +1,234 @@
+"""Pooling (max, average) over the spatial dims of an ``(N, C, D1, ..., Dk)`` tensor.
+
+One thread per output element, the window as a ``repeat`` over its taps::
+
+    blocks   spatial(ceil(total / block))    on block_id
+    threads  spatial(block)                  on thread_id -> output (n, c, o1, ..., ok)
+    window   repeat(K1, ..., Kk)             the thread's taps (t1, ..., tk)
+
+Tap ``t`` of output ``o`` reads ``x[n, c, o * stride - pad_begin + t * dilation]`` (per
+spatial dim) when that is inside the input. Padding takes no part in a max; in an average
+it counts as 0, and the divisor is the number of taps inside the input, or with
+``count_include_pad`` inside the padded input (a ``ceil_mode`` window hanging past the end
+padding counts only its part inside it, as onnxruntime and PyTorch do). The coordinate is
+computed in the padded input (non-negative), and only the bounds checks that can fail are
+emitted: none without padding or ``ceil_mode``, where the divisor is the window size.
+Consecutive threads take consecutive outputs along the last dim, so their loads are
+``stride`` apart.
+
+`pool_pads` turns ONNX's ``auto_pad`` into explicit pads for any number of spatial dims.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+from xdsl.dialects import arith
+from xdsl.ir import SSAValue
+
+from tmlir.dialects import tm
+from tmlir.dialects.graph import pool_output_size
+from tmlir.mapping import repeat, spatial
+from tmlir.schedules.builder import Index, IRBuilder
+from tmlir.schedules.common import f32_memref, kernel_attributes, name_args
+
+WARP = 32
+POOL_KINDS = ("max", "average")
+
+
+def _dims(values: Sequence[int], k: int, default: int, what: str) -> tuple[int, ...]:
+    values = tuple(int(v) for v in values) or (default,) * k
+    if len(values) != k:
+        raise ValueError(f"pool: {what} {list(values)} must have {k} values")
+    return values
+
+
+@dataclass(frozen=True)
+class PoolProblem:
+    """One pooling: `kind` (max or average) of `input_shape` ``(N, C, D1, ..., Dk)``.
+
+    `pads` are the k begins then the k ends (ONNX's order); empty strides, pads and
+    dilations mean 1, 0 and 1. Impossible combinations raise a one-line ValueError.
+    """
+
+    kind: str
+    input_shape: tuple[int, ...]
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...] = ()
+    pads: tuple[int, ...] = ()
+    dilations: tuple[int, ...] = ()
+    ceil_mode: bool = False
+    count_include_pad: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in POOL_KINDS:
+            raise ValueError(f"pool: unknown kind '{self.kind}', expected max or average")
+        shape = tuple(int(d) for d in self.input_shape)
+        if len(shape) < 3 or min(shape) < 1:
+            raise ValueError(f"pool: input shape {list(shape)} must be (N, C, D1, ...) with "
+                             "extents >= 1")
+        k = len(shape) - 2
+        kernel = _dims(self.kernel, k, 1, "kernel")
+        strides = _dims(self.strides, k, 1, "strides")
+        dilations = _dims(self.dilations, k, 1, "dilations")
+        pads = tuple(int(p) for p in self.pads) or (0,) * (2 * k)
+        if len(pads) != 2 * k:
+            raise ValueError(f"pool: pads {list(pads)} must have {2 * k} values")
+        if min(kernel + strides + dilations) < 1 or min(pads) < 0:
+            raise ValueError(f"pool: kernel {list(kernel)}, strides {list(strides)} and "
+                             f"dilations {list(dilations)} must be >= 1, pads {list(pads)} >= 0")
+        for name, value in (("input_shape", shape), ("kernel", kernel), ("strides", strides),
+                            ("pads", pads), ("dilations", dilations)):
+            object.__setattr__(self, name, value)
+        for d, size in enumerate(self.out_spatial):
+            if size < 1:
+                raise ValueError(f"pool: the window does not fit spatial dim {d} "
+                                 f"({shape[2 + d]} with pads {pads[d]}, {pads[k + d]})")
+
+    @property
+    def spatial_rank(self) -> int:
+        return len(self.input_shape) - 2
+
+    @property
+    def out_spatial(self) -> tuple[int, ...]:
+        k = self.spatial_rank
+        return tuple(pool_output_size(self.input_shape[2 + d], self.kernel[d], self.strides[d],
+                                      self.dilations[d], self.pads[d], self.pads[k + d],
+                                      self.ceil_mode) for d in range(k))
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return (*self.input_shape[:2], *self.out_spatial)
+
+    def describe(self) -> dict[str, int | str]:
+        """The attributes, for the kernel header."""
+        flags = {name: 1 for name in ("ceil_mode", "count_include_pad") if getattr(self, name)}
+        return {"op": self.kind, "kernel": _x(self.kernel), "stride": _x(self.strides),
+                "dilation": _x(self.dilations), "pads": ",".join(map(str, self.pads)), **flags}
+
+
+def _x(values: Sequence[int]) -> str:
+    return "x".join(map(str, values))
+
+
+def pool_pads(auto_pad: str, input_spatial: Sequence[int], kernel: Sequence[int],
+              strides: Sequence[int], dilations: Sequence[int],
+              pads: Sequence[int] = ()) -> tuple[int, ...]:
+    """ONNX's ``auto_pad`` as explicit pads (the begins, then the ends) for any number of
+    spatial dims.
+
+    ``NOTSET`` keeps `pads` (zeros when empty); ``VALID`` is no padding;
+    ``SAME_UPPER`` / ``SAME_LOWER`` pad so that ``out = ceil(in / stride)``, splitting the
+    total evenly and putting an odd one at the end (UPPER) or the beginning (LOWER).
+    """
+    k = len(input_spatial)
+    if auto_pad in ("NOTSET", ""):
+        return tuple(pads) or (0,) * (2 * k)
+    if auto_pad == "VALID":
+        return (0,) * (2 * k)
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise ValueError(f"pool: auto_pad '{auto_pad}', expected NOTSET, SAME_UPPER, "
+                         "SAME_LOWER or VALID")
+    begins, ends = [], []
+    for size, kk, s, d in zip(input_spatial, kernel, strides, dilations):
+        total = max(0, (math.ceil(size / s) - 1) * s + (kk - 1) * d + 1 - size)
+        small, large = total // 2, total - total // 2
+        begins.append(small if auto_pad == "SAME_UPPER" else large)
+        ends.append(large if auto_pad == "SAME_UPPER" else small)
+    return (*begins, *ends)
+
+
+@dataclass(frozen=True)
+class PoolParams:
+    """Threads per block."""
+
+    block: int = 256
+
+
+_NAMES = {1: "w", 2: "hw", 3: "dhw"}
+
+
+def _names(prefix: str, k: int) -> list[str]:
+    letters = _NAMES.get(k)
+    return [f"{prefix}{letters[d]}" if letters else f"{prefix}{d}" for d in range(k)]
+
+
+def _accumulate(b: IRBuilder, register: SSAValue, op_type: type, value: SSAValue) -> None:
+    b.store(b.fop(op_type, b.load(register, [0]), value), register, [0])
+
+
+def pool_kernel(name: str, problem: PoolProblem, params: PoolParams = PoolParams()) -> tm.KernelOp:
+    """A kernel ``(x, y)``: `problem`'s pooling, one thread per output element."""
+    p, k = problem, problem.spatial_rank
+    total = math.prod(p.out_shape)
+    block = min(params.block, WARP * math.ceil(total / WARP))
+    grid = math.ceil(total / block)
+    partial = total % block != 0  # the last block's spare threads fall past output dim 0
+    kernel = tm.KernelOp(name, [f32_memref(p.input_shape), f32_memref(p.out_shape)], grid, block,
+                         kernel_attributes("pool", {**p.describe(), "block": block}))
+    name_args(kernel, ["x", "y"])
+    x, y = kernel.args
+    # Per spatial dim: the last padded coordinate a window reaches, and which of its checks
+    # can fail (the tap is before the input, past it, or past the end padding).
+    reach = [(p.out_spatial[d] - 1) * p.strides[d] + (p.kernel[d] - 1) * p.dilations[d]
+             for d in range(k)]
+    size = [p.input_shape[2 + d] + p.pads[d] for d in range(k)]  # the input's end, padded
+    check_begin = [p.pads[d] > 0 for d in range(k)]
+    check_end = [reach[d] >= size[d] for d in range(k)]
+    check_padded = [p.count_include_pad and reach[d] >= size[d] + p.pads[k + d]
+                    for d in range(k)]
+    average = p.kind == "average"
+    counted = average and any(check_padded if p.count_include_pad else check_begin + check_end)
+
+    b = IRBuilder.at_end(kernel.body.block)
+    bid = b.insert(tm.BlockIdOp(), "bid").results[0]
+    tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
+    acc = b.insert(tm.AllocOp("register", f32_memref((1,))), "acc").results[0]
+    count = b.insert(tm.AllocOp("register", f32_memref((1,))), "count").results[0] if counted else None
+    with (b.for_task(spatial(grid), bid, ["blk"]) as (blk,),
+          b.for_task(spatial(block), tid, ["t"]) as (t,)):
+        n, c, *out = b.unravel(b.add(b.mul(blk, block), t, "idx"), p.out_shape,
+                               in_range=not partial)
+        for value, hint in zip((n, c, *out), ["n", "c", *_names("o", k)]):
+            if isinstance(value, SSAValue) and value.name_hint is None:
+                value.name_hint = hint
+        n_ok = b.lt(n, p.input_shape[0], "n_ok") if partial else None  # spare threads: n >= N
+        b.store(b.f32(0.0 if average else -math.inf), acc, [0])
+        if count is not None:
+            b.store(b.f32(0.0), count, [0])
+        with b.for_task(repeat(*p.kernel), None, _names("k", k)) as taps:
+            inside = [n_ok] if n_ok is not None else []
+            in_padded: list[SSAValue] = []
+            coords: list[Index] = []
+            for d in range(k):
+                begin = p.pads[d]
+                padded = b.add(b.mul(out[d], p.strides[d]), b.mul(taps[d], p.dilations[d]))
+                if check_begin[d]:
+                    inside.append(b.ge(padded, begin))
+                if check_end[d]:
+                    inside.append(b.lt(padded, size[d]))
+                if check_padded[d]:
+                    in_padded.append(b.lt(padded, size[d] + p.pads[k + d]))
+                coords.append(b.sub(padded, begin, _names("i", k)[d]))
+                if isinstance(coords[-1], SSAValue) and coords[-1].name_hint is None:
+                    coords[-1].name_hint = _names("i", k)[d]  # no begin pad: the same value
+            condition = b.all_of(inside)
+            if condition is not None and condition.name_hint is None:
+                condition.name_hint = "inside"
+            with b.if_(condition) if condition is not None else nullcontext():
+                v = b.load(x, [n, c, *coords], name="v")
+                _accumulate(b, acc, arith.AddfOp if average else arith.MaxnumfOp, v)
+                if count is not None and not p.count_include_pad:
+                    _accumulate(b, count, arith.AddfOp, b.f32(1.0))
+            if count is not None and p.count_include_pad:
+                with b.if_(b.all_of(in_padded)):
+                    _accumulate(b, count, arith.AddfOp, b.f32(1.0))
+        result = b.load(acc, [0], name="sum" if average else "max")
+        if average:
+            divisor = b.load(count, [0], name="count") if count is not None else b.f32(math.prod(p.kernel))
+            result = b.fop(arith.DivfOp, result, divisor, name="mean")
+        b.store(result, y, [n, c, *out], [0] if partial else [])
+    return kernel
