@@ -41,9 +41,9 @@ def mlp(batch: int, dims: Sequence[int], seed: int = 0) -> onnx.ModelProto:
     return make_model(nodes, {"x": (batch, dims[0])}, {"y": (batch, dims[-1])}, inits)
 
 
-def run_onnxruntime(model: onnx.ModelProto, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+def run_onnxruntime(model: onnx.ModelProto | bytes, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
     import onnxruntime
 
-    session = onnxruntime.InferenceSession(model.SerializeToString(),
-                                           providers=["CPUExecutionProvider"])
+    data = model if isinstance(model, bytes) else model.SerializeToString()
+    session = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
     return session.run(None, feed)

@@ -3,17 +3,15 @@
 Relative error = max |tmlir - onnxruntime| / max |onnxruntime| < 1e-4 for every output.
 Also: graph-fold-batchnorm leaves one kernel per convolution (the kernel counts below)
 and never changes an existing weight; a ResNet basic block and a MobileNetV2 inverted
-residual; the CUDA C of a model compiles to PTX with nvcc and NVRTC; the exported
-ResNet and MobileNetV2 of examples/models/ (MobileNetV2 under ``-m slow``).
+residual; the CUDA C of a model compiles to PTX with nvcc and NVRTC. The exported
+networks of examples/models/ are in test_hf_models.py.
 """
 
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
 from models import make_model, run_onnxruntime
 from onnx import helper
@@ -304,18 +302,3 @@ def test_models_compile_to_ptx(compiler, arch):
         program = tmlir.InferenceSession(model, device="emu").program
         text = compile_ptx(program.source, arch, compiler=compiler)
         assert sorted(ptx_kernel_names(text)) == sorted(k.signature.name for k in program.kernels)
-
-
-# -- exported networks (examples/make_hf_models.py) -----------------------------------------
-
-MODELS = Path(__file__).parent.parent / "examples" / "models"
-
-
-@pytest.mark.parametrize("name", ["resnet", pytest.param("mobilenet_v2", marks=pytest.mark.slow)])
-def test_exported_network(name):
-    """transformers' ResNet and MobileNetV2 as torch exports them (BN already folded into
-    the convolutions; MaxPool, ReduceMean, Reshape, Gemm besides), 1 x 3 x 64 x 64."""
-    path = MODELS / f"{name}.onnx"
-    if not path.exists():
-        pytest.skip(f"{path} not built (make models)")
-    check(onnx.load(path))

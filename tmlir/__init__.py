@@ -4,11 +4,11 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):  # lazy: importing tmlir must not import xDSL or onnx
-    if name == "InferenceSession":
-        from tmlir.runtime.session import InferenceSession
+    if name in ("InferenceSession", "SessionError"):
+        from tmlir.runtime import session
 
-        return InferenceSession
+        return getattr(session, name)
     raise AttributeError(f"module 'tmlir' has no attribute {name!r}")
 
 
-__all__ = ["InferenceSession", "__version__"]
+__all__ = ["InferenceSession", "SessionError", "__version__"]

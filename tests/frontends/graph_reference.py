@@ -12,6 +12,7 @@ import math
 import numpy as np
 from xdsl.dialects import func
 
+from tmlir import dtypes
 from tmlir.dialects import graph
 from tmlir.frontends.onnx import ImportedModel
 
@@ -56,6 +57,10 @@ _NARY = {
     graph.MinOp: lambda *xs: np.minimum.reduce(np.broadcast_arrays(*xs)),
     graph.SumOp: lambda *xs: sum(xs[1:], xs[0]),
     graph.MeanOp: lambda *xs: sum(xs[1:], xs[0]) / len(xs),
+    graph.EqualOp: np.equal, graph.LessOp: np.less, graph.LessEqualOp: np.less_equal,
+    graph.GreaterOp: np.greater, graph.GreaterEqualOp: np.greater_equal,
+    graph.AndOp: np.logical_and, graph.OrOp: np.logical_or, graph.XorOp: np.logical_xor,
+    graph.NotOp: np.logical_not, graph.IsNanOp: np.isnan, graph.WhereOp: np.where,
 }
 
 
@@ -124,6 +129,8 @@ def evaluate(imported: ImportedModel, feeds: dict[str, np.ndarray]) -> list[np.n
                 result = result + op.beta_value * get[2]
         elif isinstance(op, graph.UnaryElementwiseOp):
             result = _unary(op, get[0])
+        elif isinstance(op, graph.CastOp):
+            result = get[0].astype(dtypes.of_ir(op.result.type.get_element_type()).numpy)
         elif isinstance(op, graph.ReduceOp | graph.SoftmaxBaseOp | graph.LayerNormOp |
                         graph.PoolOp):
             result, *more = _reduction(op, *get)  # graph.layer_norm may have three results
@@ -131,7 +138,8 @@ def evaluate(imported: ImportedModel, feeds: dict[str, np.ndarray]) -> list[np.n
                 env[value] = np.asarray(array, dtype=get[0].dtype)
         else:
             result = _NARY[type(op)](*get)
-        result = np.asarray(result, dtype=get[0].dtype if get else np.float32)
+        result = np.asarray(result, dtype=dtypes.of_ir(
+            op.results[0].type.get_element_type()).numpy)
         assert list(result.shape) == list(op.results[0].type.get_shape()), op.name
         env[op.results[0]] = result
     raise AssertionError("no func.return")

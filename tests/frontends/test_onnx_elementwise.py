@@ -246,21 +246,32 @@ def test_clip_bound_that_is_not_a_scalar():
     assert import_error(model) == "node 'c' (Clip): bound 'max' must be a scalar, got shape [2]"
 
 
+SUPPORTED = "(supported: float32, int64, int32, bool)"
+
+
 @pytest.mark.parametrize("node, dtype, expected", [
-    (helper.make_node("Max", ["x", "x"], ["y"]), TensorProto.INT32,
-     "input 'x': unsupported dtype INT32 (supported: float32)"),
-    (helper.make_node("Abs", ["x"], ["y"]), TensorProto.INT64,
-     "input 'x': unsupported dtype INT64 (supported: float32)"),
     (helper.make_node("Clip", ["x"], ["y"]), TensorProto.INT8,
-     "input 'x': unsupported dtype INT8 (supported: float32)"),
+     f"input 'x': unsupported dtype INT8 {SUPPORTED}"),
     (helper.make_node("Neg", ["x"], ["y"]), TensorProto.DOUBLE,
-     "input 'x': unsupported dtype DOUBLE (supported: float32)"),
+     f"input 'x': unsupported dtype DOUBLE {SUPPORTED}"),
+    (helper.make_node("Clip", ["x"], ["y"]), TensorProto.INT32,
+     "node #0 (Clip): input 'x' is INT32, but Clip takes float32 there"),
+    (helper.make_node("Exp", ["x"], ["y"]), TensorProto.INT64,
+     "node #0 (Exp): input 'x' is INT64, but Exp takes float32 there"),
+    (helper.make_node("Mean", ["x", "x"], ["y"]), TensorProto.INT64,
+     "node #0 (Mean): input 'x' is INT64, but Mean takes float32 there"),
+    (helper.make_node("Add", ["x", "x"], ["y"]), TensorProto.BOOL,
+     "node #0 (Add): input 'x' is BOOL, but Add takes float32, int64, int32 there"),
 ])
 def test_other_dtypes_are_one_line_errors(node, dtype, expected):
     assert import_error(make_model([node], [("x", [2])], dtype=dtype)) == expected
 
 
-def test_pow_with_an_integer_exponent():
+@pytest.mark.parametrize("exponent", [np.array(2, np.int64), np.array([3, -1], np.int32)])
+def test_pow_with_an_integer_exponent(exponent):
+    """ONNX's Pow takes an integer exponent with float data: it is converted to float."""
     model = make_model([helper.make_node("Pow", ["x", "e"], ["y"])], [("x", [2])],
-                       initializers={"e": np.array(2, np.int64)})
-    assert import_error(model) == "initializer 'e': unsupported dtype INT64 (supported: float32)"
+                       initializers={"e": exponent})
+    ops = body_ops(import_onnx(model))
+    assert [op.name for op in ops] == ["graph.weight", "graph.cast", "graph.pow"]
+    check_against_onnxruntime(model, {"x": rand(2)})

@@ -72,20 +72,52 @@ def test_constant_of_shape_range_cast_and_shape_slices() -> None:
 
 
 def test_what_is_not_folded() -> None:
-    """Data-dependent nodes, dynamic shapes, random ops, graph outputs and huge results."""
+    """Data-dependent nodes, dynamic shapes, random ops and huge results."""
     proto = model(
         [helper.make_node("Shape", ["x"], ["s"]),  # dim 0 is symbolic: not static
          helper.make_node("RandomNormal", [], ["noise"], shape=[2]),
          helper.make_node("Expand", ["one", "big"], ["huge"]),
-         helper.make_node("Add", ["one", "one"], ["two"]),  # a graph output: kept
          helper.make_node("Relu", ["x"], ["y"])],
         [tensor("x", TensorProto.FLOAT, ["batch", 4])],
         [tensor("y", TensorProto.FLOAT, ["batch", 4]), tensor("s", TensorProto.INT64, [2]),
-         tensor("noise", TensorProto.FLOAT, [2]), tensor("huge", TensorProto.FLOAT, None),
-         tensor("two", TensorProto.FLOAT, [])],
+         tensor("noise", TensorProto.FLOAT, [2]), tensor("huge", TensorProto.FLOAT, None)],
         [const(np.float32(1.0), "one"), const([MAX_FOLDED_ELEMENTS + 1], "big")])
     folded = fold_constants(proto)
     assert [n.op_type for n in folded.graph.node] == [n.op_type for n in proto.graph.node]
+
+
+def test_graph_outputs_fold_into_initializers() -> None:
+    """A graph output computed from constants (the shape of a static input, say) becomes an
+    initializer of that name, which the importer returns as a weight."""
+    proto = model(
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Add", ["one", "one"], ["two"]),
+         helper.make_node("Relu", ["x"], ["y"])],
+        [tensor("x", TensorProto.FLOAT, [3, 4])],
+        [tensor("y", TensorProto.FLOAT, [3, 4]), tensor("s", TensorProto.INT64, [2]),
+         tensor("two", TensorProto.FLOAT, [])],
+        [const(np.float32(1.0), "one")])
+    folded = fold_constants(proto)
+    assert [n.op_type for n in folded.graph.node] == ["Relu"]
+    assert {k: v.tolist() for k, v in initializers(folded).items()} == {"s": [3, 4], "two": 2.0}
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for got, expected in zip(run(folded, {"x": x}), run(proto, {"x": x})):
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_gather_elements_folds_with_long_axes() -> None:
+    """onnx 1.23's reference GatherElements fails on an axis of more than 32 (BERT's token
+    type ids are such a gather of constants); the fold uses numpy's take_along_axis."""
+    data, indices = np.arange(64, dtype=np.int64).reshape(1, 64), np.array([[3, -1, 40]])
+    proto = model(
+        [helper.make_node("GatherElements", ["d", "i"], ["g"], axis=1),
+         helper.make_node("Cast", ["g"], ["gf"], to=TensorProto.FLOAT),
+         helper.make_node("Add", ["x", "gf"], ["y"])],
+        [tensor("x", TensorProto.FLOAT, [1, 3])], [tensor("y", TensorProto.FLOAT, [1, 3])],
+        [const(data, "d"), const(indices, "i")])
+    folded = fold_constants(proto)
+    assert [n.op_type for n in folded.graph.node] == ["Add"]
+    assert initializers(folded)["gf"].tolist() == [[3.0, 63.0, 40.0]]
 
 
 def test_unused_initializers_are_dropped_and_model_without_constants_is_unchanged() -> None:

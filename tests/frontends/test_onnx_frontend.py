@@ -18,6 +18,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.printer import Printer
 
+import tmlir
 from tmlir.dialects import graph
 from tmlir.frontends.onnx import (
     SUPPORTED_OPS,
@@ -296,7 +297,10 @@ def test_supported_ops_list():
         "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LayerNormalization", "LogSoftmax",
         "MaxPool", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum", "Softmax"} | {
         "Concat", "Dropout", "Expand", "Flatten", "Gather", "Pad", "Reshape", "Resize", "Slice",
-        "Split", "Squeeze", "Tile", "Transpose", "Unsqueeze"}
+        "Split", "Squeeze", "Tile", "Transpose", "Unsqueeze"} | {
+        "And", "Cast", "Equal", "GatherElements", "GatherND", "Greater", "GreaterOrEqual",
+        "IsNaN", "Less", "LessOrEqual", "Not", "Or", "Where", "Xor"} | {
+        "ConstantOfShape", "Range", "Shape", "Size"}
     assert list(SUPPORTED_OPS) == sorted(SUPPORTED_OPS)  # as the error message lists them
 
 
@@ -339,16 +343,26 @@ def test_unknown_input_shape():
     assert "input 'x': shape is unknown" in import_error(model)
 
 
-def test_non_float32_input():
+def test_unsupported_input_dtype():
+    x = helper.make_tensor_value_info("x", TensorProto.INT8, [2])
+    model = make_model([helper.make_node("Relu", ["x"], ["y"], name="r")], [x],
+                       [helper.make_tensor_value_info("y", TensorProto.INT8, [2])])
+    assert import_error(model) == ("input 'x': unsupported dtype INT8 "
+                                   "(supported: float32, int64, int32, bool)")
+
+
+def test_dtype_an_op_does_not_take_names_node_and_input():
     x = helper.make_tensor_value_info("x", TensorProto.INT64, [2])
-    model = make_model([helper.make_node("Relu", ["x"], ["y"], name="r")], [x], [("y", None)])
-    assert import_error(model) == "input 'x': unsupported dtype INT64 (supported: float32)"
+    model = make_model([helper.make_node("Relu", ["x"], ["y"], name="r")], [x],
+                       [helper.make_tensor_value_info("y", TensorProto.INT64, [2])])
+    assert import_error(model) == "node 'r' (Relu): input 'x' is INT64, but Relu takes float32 there"
 
 
-def test_non_float32_initializer():
+def test_unsupported_initializer_dtype():
     model = make_model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
                        [("x", [2])], [("y", None)], {"w": np.ones(2, np.int8)})
-    assert import_error(model) == "initializer 'w': unsupported dtype INT8 (supported: float32)"
+    assert import_error(model) == ("initializer 'w': unsupported dtype INT8 "
+                                   "(supported: float32, int64, int32, bool)")
 
 
 @pytest.mark.parametrize("data", [b"garbage bytes, not a model", b"\x00\x01\x02\x03", b""])
@@ -382,9 +396,9 @@ def test_unsupported_attribute():
 
 
 def test_unsupported_constant_attribute():
-    model = make_model([helper.make_node("Constant", [], ["y"], name="c", value_ints=[1])],
+    model = make_model([helper.make_node("Constant", [], ["y"], name="c", value_string="s")],
                        [("x", [2])], [("y", None)])
-    assert import_error(model) == "node 'c' (Constant): unsupported attribute 'value_ints'"
+    assert import_error(model) == "node 'c' (Constant): unsupported attribute 'value_string'"
 
 
 def test_gemm_bias_that_does_not_broadcast_names_the_node():
@@ -414,12 +428,24 @@ def test_gemm_with_empty_optional_c():
     assert gemm.bias is None and gemm.beta is None and shape(gemm.result) == [2, 4]
 
 
-def test_non_float32_constant():
+def test_unsupported_constant_dtype():
     node = helper.make_node("Constant", [], ["k"], name="c",
-                            value=numpy_helper.from_array(np.ones(2, np.int64)))
+                            value=numpy_helper.from_array(np.ones(2, np.float64)))
     model = make_model([node], [("x", [2])], [onnx.ValueInfoProto(name="k")])
     assert import_error(model) == (
-        "node 'c' (Constant): value 'k': unsupported dtype INT64 (supported: float32)")
+        "initializer 'k': unsupported dtype DOUBLE (supported: float32, int64, int32, bool)")
+
+
+def test_integer_constant_output_keeps_its_dtype():
+    node = helper.make_node("Constant", [], ["k"], name="c", value_ints=[3, -1])
+    model = make_model([node, helper.make_node("Relu", ["x"], ["y"])], [("x", [2])],
+                       [("y", None), helper.make_tensor_value_info("k", TensorProto.INT64, [2])])
+    imported = import_onnx(model)
+    assert imported.weights["k"].dtype == np.int64
+    session = tmlir.InferenceSession(model)
+    assert [o.type for o in session.get_outputs()] == ["tensor(float)", "tensor(int64)"]
+    y, k = session.run(None, {"x": np.array([-1, 2], np.float32)})
+    assert k.dtype == np.int64 and k.tolist() == [3, -1] and y.tolist() == [0, 2]
 
 
 def test_value_defined_twice():

@@ -26,8 +26,7 @@ OPS = ("Reshape", "Squeeze", "Unsqueeze", "Slice", "Split", "Gather", "Expand", 
        "Resize", "Dropout", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin")
 FLOAT_COPIES = ("test_edge_pad", "test_reflect_pad", "test_wrap_pad")  # int32 data
 EXPECTED_FAILURES = {  # test name prefix -> the reason it fails for
-    "test_dropout_default_mask": "output 'z' is used",
-    "test_training_dropout": "Dropout",  # training mode, or its mask output used
+    "test_training_dropout": "training mode is not supported",
     "test_resize_downsample_scales_linear_align_corners": "mismatch",  # see below
     "test_resize_tf_crop_and_resize": "'tf_crop_and_resize' of attribute",
     "test_resize_upsample_scales_cubic": "'cubic' of attribute 'mode'",
@@ -36,9 +35,9 @@ EXPECTED_FAILURES = {  # test name prefix -> the reason it fails for
     "test_resize_downsample_sizes_cubic": "attribute",
     "test_resize_downsample_scales_linear_antialias": "attribute 'antialias'",
     "test_resize_downsample_sizes_linear_antialias": "attribute 'antialias'",
-    "test_reduce_max_bool_inputs": "unsupported dtype BOOL",
-    "test_reduce_max_empty_set_bool": "unsupported dtype BOOL",
-    "test_reduce_min_bool_inputs": "unsupported dtype BOOL",
+    "test_reduce_max_bool_inputs": "input 'data' is BOOL",
+    "test_reduce_max_empty_set_bool": "input 'data' is BOOL",
+    "test_reduce_min_bool_inputs": "input 'data' is BOOL",
     "test_reduce_sum_empty_set_non_reduced_axis_zero": "zero-size tensors are not supported",
 }
 # test_resize_downsample_scales_linear_align_corners: 2x4 scaled by 0.6 to 1x2. ONNX's

@@ -36,13 +36,14 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
+from tmlir import dtypes
 from tmlir.backends.kernel_abi import KernelParam, KernelSignature
 from tmlir.dialects import tmgpu
 
 _BINARY = {
     arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivUIOp: "/",
     arith.DivSIOp: "/", arith.RemUIOp: "%", arith.RemSIOp: "%", arith.AndIOp: "&&",
-    arith.OrIOp: "||", arith.AddfOp: "+", arith.SubfOp: "-", arith.MulfOp: "*",
+    arith.OrIOp: "||", arith.XOrIOp: "^", arith.AddfOp: "+", arith.SubfOp: "-", arith.MulfOp: "*",
     arith.DivfOp: "/",
 }
 _CMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
@@ -58,8 +59,10 @@ _CALLS = {
 }
 _SHUFFLES = {"xor": "__shfl_xor_sync", "down": "__shfl_down_sync", "up": "__shfl_up_sync",
              "idx": "__shfl_sync"}
+_CASTS = (arith.IndexCastOp, arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp, arith.ExtSIOp,
+          arith.ExtUIOp, arith.TruncIOp)
 _PURE = (*_BINARY, arith.CmpiOp, arith.CmpfOp, arith.SelectOp, arith.NegfOp,
-         arith.ConstantOp, arith.IndexCastOp, arith.SIToFPOp, arith.FPToSIOp, *_CALLS)
+         arith.ConstantOp, *_CASTS, *_CALLS)
 
 
 class CudaEmitError(DiagnosticException):
@@ -84,6 +87,14 @@ def float_literal(value: float) -> str:
     return f"{text}f" if ("." in text or "e" in text) else f"{text}.0f"
 
 
+def _int_literal(value: int, ctype: str) -> str:
+    """An integer constant of C type `ctype`: ``true``/``false`` for a bool, an ``LL``
+    suffix where the value needs 64 bits."""
+    if ctype == "bool":
+        return "true" if value else "false"
+    return f"{value}LL" if not -(2**31) <= value < 2**31 else str(value)
+
+
 @dataclass(frozen=True)
 class KernelInfo:
     """A kernel of the program: signature, threads per block, schedule template."""
@@ -103,7 +114,7 @@ class BufferSpec:
     shape: tuple[int, ...]
     kind: str
     source: str  # ONNX input/output name, weight name, or "" for temps
-    dtype: str = "float32"
+    dtype: str = "float32"  # numpy name of the element type (see tmlir.dtypes)
 
 
 @dataclass(frozen=True)
@@ -210,8 +221,7 @@ class _KernelPrinter:
                 if isinstance(value, FloatAttr):
                     return float_literal(value.value.data)
                 if isinstance(value, IntegerAttr):
-                    return ("true" if value.value.data else "false") if c_type(value.type) == "bool" \
-                        else str(value.value.data)
+                    return _int_literal(value.value.data, c_type(value.type))
             case memref.LoadOp():
                 return self.access(op.memref, op.indices)
             case arith.CmpiOp():
@@ -222,7 +232,7 @@ class _KernelPrinter:
                 return f"({e(op.cond)} ? {e(op.lhs)} : {e(op.rhs)})"
             case arith.NegfOp():
                 return f"(-{e(op.operand)})"
-            case arith.IndexCastOp() | arith.SIToFPOp() | arith.FPToSIOp():
+            case _ if isinstance(op, _CASTS):
                 if c_type(op.result.type) == c_type(op.input.type):  # index <-> i32: both int
                     return e(op.input)
                 return f"(({c_type(op.result.type)}){e(op.input)})"
@@ -382,7 +392,8 @@ def _plan(function: func.FuncOp):
     def add(value: SSAValue, kind: str, source: str) -> None:
         index[value] = len(buffers)
         buffers.append(BufferSpec(names.fresh(value.name_hint, "buf"),
-                                  tuple(value.type.get_shape()), kind, source))
+                                  tuple(value.type.get_shape()), kind, source,
+                                  dtypes.of_ir(value.type.element_type).name))
 
     for i, arg in enumerate(block.args):
         if not inputs and not outputs:
@@ -418,13 +429,14 @@ def _string_list(function: func.FuncOp, key: str) -> list[str]:
 def _host_code(buffers: tuple[BufferSpec, ...], launches: tuple[LaunchSpec, ...]) -> str:
     lines = ["#if defined(__CUDACC__) && !defined(__CUDACC_RTC__)",
              "// Host launch sequence. buffers[i] are device pointers:"]
-    for i, buf in enumerate(buffers):
+    ctypes = [dtypes.from_numpy(np.dtype(buf.dtype)).c for buf in buffers]  # type: ignore[union-attr]
+    for i, (buf, ctype) in enumerate(zip(buffers, ctypes)):
         shape = "x".join(map(str, buf.shape))
         origin = f" {buf.source!r}" if buf.source else ""
-        lines.append(f"//   [{i}] {buf.name}: float[{shape}] ({buf.kind}{origin})")
-    lines.append('extern "C" void tmlir_run(float* const* buffers, cudaStream_t stream) {')
+        lines.append(f"//   [{i}] {buf.name}: {ctype}[{shape}] ({buf.kind}{origin})")
+    lines.append('extern "C" void tmlir_run(void* const* buffers, cudaStream_t stream) {')
     for launch in launches:
-        args = ", ".join(f"buffers[{a}]" for a in launch.args)
+        args = ", ".join(f"({ctypes[a]}*)buffers[{a}]" for a in launch.args)
         lines.append(f"  {launch.kernel}<<<{launch.grid}, {launch.block}, 0, stream>>>({args});")
     lines += ["}", "#endif"]
     return "\n".join(lines) + "\n"

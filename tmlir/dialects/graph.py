@@ -50,25 +50,6 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from tmlir.dialects._graph_reductions import (  # noqa: F401  (re-exported)
-    NORMALIZATION_OPS,
-    POOL_OPS,
-    REDUCE_OPS,
-    AveragePoolOp,
-    LayerNormOp,
-    LogSoftmaxOp,
-    MaxPoolOp,
-    PoolOp,
-    ReduceMaxOp,
-    ReduceMeanOp,
-    ReduceMinOp,
-    ReduceOp,
-    ReduceSumOp,
-    SoftmaxBaseOp,
-    SoftmaxOp,
-    pool_output_size,
-    reduced_shape,
-)
 from tmlir.dialects._graph_conv import (  # noqa: F401  (re-exported)
     CONV_OPS,
     BatchNormOp,
@@ -93,6 +74,50 @@ from tmlir.dialects._graph_data_movement import (  # noqa: F401  (re-exported)
     SplitOp,
     TileOp,
     TransposeOp,
+)
+from tmlir.dialects._graph_indexing import (  # noqa: F401  (re-exported)
+    INDEXING_OPS,
+    GatherNdOp,
+    TakeAlongAxisOp,
+    TakeOp,
+)
+from tmlir.dialects._graph_logic import (  # noqa: F401  (re-exported)
+    COMPARE_OPS,
+    LOGIC_OPS,
+    LOGICAL_OPS,
+    AndOp,
+    CastOp,
+    CompareOp,
+    EqualOp,
+    GreaterEqualOp,
+    GreaterOp,
+    IsNanOp,
+    LessEqualOp,
+    LessOp,
+    LogicalOp,
+    NotOp,
+    OrOp,
+    WhereOp,
+    XorOp,
+)
+from tmlir.dialects._graph_reductions import (  # noqa: F401  (re-exported)
+    NORMALIZATION_OPS,
+    POOL_OPS,
+    REDUCE_OPS,
+    AveragePoolOp,
+    LayerNormOp,
+    LogSoftmaxOp,
+    MaxPoolOp,
+    PoolOp,
+    ReduceMaxOp,
+    ReduceMeanOp,
+    ReduceMinOp,
+    ReduceOp,
+    ReduceSumOp,
+    SoftmaxBaseOp,
+    SoftmaxOp,
+    pool_output_size,
+    reduced_shape,
 )
 from tmlir.dialects._graph_shapes import broadcast_shapes, tensor_shape
 
@@ -498,6 +523,7 @@ VARIADIC_OPS: tuple[type[VariadicElementwiseOp], ...] = (MaxOp, MinOp, SumOp, Me
 Graph = Dialect(
     "graph",
     [WeightOp, *BINARY_OPS, *VARIADIC_OPS, *UNARY_OPS, MatmulOp,
-     *REDUCE_OPS, *NORMALIZATION_OPS, *POOL_OPS, *CONV_OPS, *DATA_MOVEMENT_OPS],
+     *REDUCE_OPS, *NORMALIZATION_OPS, *POOL_OPS, *CONV_OPS, *DATA_MOVEMENT_OPS,
+     *INDEXING_OPS, *LOGIC_OPS],
     [],
 )

@@ -27,32 +27,39 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, NodeProto, TensorProto, TensorShapeProto, numpy_helper
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, Float32Type, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from tmlir import dtypes
 from tmlir.dialects import graph
 from tmlir.frontends import onnx_conv as conv
 from tmlir.frontends import onnx_data_movement as data_movement
+from tmlir.frontends import onnx_logic as logic
 from tmlir.frontends._onnx_common import FrontendError, sanitize_name
 from tmlir.frontends.onnx_conv import ConvConverters
 from tmlir.frontends.onnx_data_movement import DataMovementConverters
 from tmlir.frontends.onnx_fold import fold_constants
+from tmlir.frontends.onnx_logic import LogicConverters
 from tmlir.frontends.onnx_reductions import ATTRIBUTES as REDUCTION_ATTRIBUTES
 from tmlir.frontends.onnx_reductions import CHOICES as REDUCTION_CHOICES
 from tmlir.frontends.onnx_reductions import CONSTANT_INPUTS as REDUCTION_CONSTANT_INPUTS
 from tmlir.frontends.onnx_reductions import CONVERTERS as REDUCTION_CONVERTERS
+from tmlir.frontends.onnx_reductions import INPUT_DTYPES as REDUCTION_INPUT_DTYPES
 from tmlir.frontends.onnx_reductions import OUTPUTS as REDUCTION_OUTPUTS
 from tmlir.frontends.onnx_reductions import ReductionConverters
 
 SUPPORTED_OPS: tuple[str, ...] = (
-    "Abs", "Add", "AveragePool", "BatchNormalization", "Clip", "Concat", "Constant", "Conv",
-    "ConvTranspose", "Div", "Dropout", "Elu", "Erf", "Exp", "Expand", "Flatten", "Gather", "Gelu", "Gemm",
-    "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish", "Identity",
-    "LayerNormalization", "LeakyRelu", "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Mean",
-    "Min", "Mul", "Neg", "Pad", "Pow", "Reciprocal", "ReduceMax", "ReduceMean", "ReduceMin",
-    "ReduceSum", "Relu", "Reshape", "Resize", "Selu", "Sigmoid", "Slice", "Softmax", "Softplus", "Split",
-    "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile", "Transpose", "Unsqueeze",
+    "Abs", "Add", "And", "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat",
+    "Constant", "ConstantOfShape", "Conv", "ConvTranspose", "Div", "Dropout", "Elu", "Equal",
+    "Erf", "Exp", "Expand", "Flatten", "Gather", "GatherElements", "GatherND", "Gelu", "Gemm",
+    "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "HardSigmoid",
+    "HardSwish", "Identity", "IsNaN", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual",
+    "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Mean", "Min", "Mul", "Neg", "Not", "Or",
+    "Pad", "Pow", "Range", "Reciprocal", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum",
+    "Relu", "Reshape", "Resize", "Selu", "Shape", "Sigmoid", "Size", "Slice", "Softmax",
+    "Softplus", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile", "Transpose",
+    "Unsqueeze", "Where", "Xor",
 )
 _BINARY = {"Add": graph.AddOp, "Sub": graph.SubOp, "Mul": graph.MulOp, "Div": graph.DivOp,
            "Pow": graph.PowOp}
@@ -76,13 +83,15 @@ _INT, _FLOAT, _STRING = AttributeProto.INT, AttributeProto.FLOAT, AttributeProto
 _ATTRIBUTES: dict[str, dict[str, int]] = {  # op type -> supported attribute -> its type
     "Gemm": {"transA": _INT, "transB": _INT, "alpha": _FLOAT, "beta": _FLOAT},
     "Constant": {"value": AttributeProto.TENSOR, "value_float": _FLOAT,
-                 "value_floats": AttributeProto.FLOATS},
+                 "value_floats": AttributeProto.FLOATS, "value_int": _INT,
+                 "value_ints": AttributeProto.INTS},
     "Clip": {"min": _FLOAT, "max": _FLOAT},  # before opset 11; then they are inputs
     **{op: {name: _STRING if isinstance(value, str) else _FLOAT
             for name, value in defaults.items()} for op, (_, defaults) in _UNARY.items()},
     **REDUCTION_ATTRIBUTES,
     **data_movement.ATTRIBUTES,
     **conv.ATTRIBUTES,
+    **logic.ATTRIBUTES,
 }
 _CHOICES: dict[tuple[str, str], tuple[object, ...]] = {  # the values an attribute may take
     ("Gemm", "transA"): (0, 1), ("Gemm", "transB"): (0, 1),
@@ -90,6 +99,18 @@ _CHOICES: dict[tuple[str, str], tuple[object, ...]] = {  # the values an attribu
     **REDUCTION_CHOICES,
     **data_movement.CHOICES,
     **conv.CHOICES,
+    **logic.CHOICES,
+}
+_NUMERIC = (dtypes.NUMERIC,)
+#: op type -> the dtypes each input may have (the last entry repeats); float32 for the
+#: ops not listed. Inputs read as constants (CONSTANT_INPUTS) are checked only when they
+#: are computed at run time: their converters then say that they must be constants.
+INPUT_DTYPES: dict[str, tuple[tuple[dtypes.DType, ...], ...]] = {
+    **{op: _NUMERIC for op in ("Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "Neg", "Abs")},
+    "Pow": ((dtypes.FLOAT32,), dtypes.NUMERIC),
+    **data_movement.INPUT_DTYPES,
+    **REDUCTION_INPUT_DTYPES,
+    **logic.INPUT_DTYPES,
 }
 #: Ops whose outputs after the first are accepted when nothing uses them.
 _UNUSED_EXTRA_OUTPUTS = ("MaxPool", *data_movement.UNUSED_EXTRA_OUTPUTS,
@@ -107,7 +128,8 @@ class ImportedModel:
 
     module: ModuleOp
     weights: dict[str, np.ndarray] = field(repr=False)
-    """``graph.weight`` name -> float32 C-contiguous array (used initializers, Constants)."""
+    """``graph.weight`` name -> C-contiguous array of a supported dtype (used initializers,
+    Constants)."""
     input_names: list[str]
     output_names: list[str]
 
@@ -119,11 +141,11 @@ def _one_line(exc: BaseException) -> str:
 def _static_type(
     elem_type: int, dims: Sequence[int | TensorShapeProto.Dimension] | None, what: str
 ) -> TensorType:
-    """The float32 tensor type of a value, or a FrontendError saying why there is none."""
-    if elem_type != TensorProto.FLOAT:
-        names = TensorProto.DataType
-        dtype = names.Name(elem_type) if elem_type in names.values() else f"#{elem_type}"
-        raise FrontendError(f"{what}: unsupported dtype {dtype} (supported: float32)")
+    """The tensor type of a value, or a FrontendError saying why there is none."""
+    dtype = dtypes.from_onnx(elem_type)
+    if dtype is None:
+        raise FrontendError(f"{what}: unsupported dtype {dtypes.onnx_name(elem_type)} "
+                            f"(supported: {dtypes.SUPPORTED_NAMES})")
     if dims is None:
         raise FrontendError(f"{what}: shape is unknown; only static shapes are supported")
     shape = []
@@ -133,7 +155,7 @@ def _static_type(
         else:
             param = f"'{dim.dim_param}'" if dim.HasField("dim_param") else "(unnamed)"
             raise FrontendError(f"{what}: dynamic dimension {param} is not supported (dim {i})")
-    return TensorType(Float32Type(), shape)
+    return TensorType(dtype.ir, shape)
 
 
 def _value_type(infos: dict[str, onnx.ValueInfoProto], name: str, what: str) -> TensorType:
@@ -307,7 +329,37 @@ def _check_graph(graph_proto: onnx.GraphProto) -> None:
                                 "graph input or initializer")
 
 
+MAX_INFERENCE_CONSTANT = 4096
+"""Initializers of more elements are given to shape inference as typed inputs, without
+their data: inference reads the values of shape-like constants only, and serializing a
+model's weights into it dominated the import of large models (BERT-base: 10 of 12 s)."""
+
+
 def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """Every value's type inferred (strict mode) into `proto`'s ``value_info`` and outputs,
+    in place; `proto` is returned. A failure is a one-line FrontendError (`proto` unchanged).
+
+    Inference runs on a light copy: initializers of more than MAX_INFERENCE_CONSTANT
+    elements become typed graph inputs there, without their data."""
+    graph_proto = proto.graph
+    small = [t for t in graph_proto.initializer if math.prod(t.dims) <= MAX_INFERENCE_CONSTANT]
+    large = [t for t in graph_proto.initializer if math.prod(t.dims) > MAX_INFERENCE_CONSTANT]
+    light = onnx.ModelProto(ir_version=proto.ir_version, opset_import=proto.opset_import,
+                            functions=proto.functions)
+    for field in ("node", "input", "output", "value_info", "sparse_initializer"):
+        getattr(light.graph, field).extend(getattr(graph_proto, field))
+    light.graph.initializer.extend(small)
+    declared = {i.name for i in graph_proto.input}
+    light.graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, t.dims)
+                             for t in large if t.name not in declared)
+    inferred = _run_shape_inference(light)
+    for field in ("value_info", "output"):
+        graph_proto.ClearField(field)
+        getattr(graph_proto, field).extend(getattr(inferred.graph, field))
+    return proto
+
+
+def _run_shape_inference(proto: onnx.ModelProto) -> onnx.ModelProto:
     try:
         return onnx.shape_inference.infer_shapes(proto, strict_mode=True)
     except Exception as exc:  # InferenceError, ValidationError: one line per failing node
@@ -319,7 +371,8 @@ def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
         raise FrontendError(f"shape inference failed: {first}") from exc
 
 
-class _GraphImporter(ReductionConverters, DataMovementConverters, ConvConverters):
+class _GraphImporter(ReductionConverters, DataMovementConverters, ConvConverters,
+                     LogicConverters):
     """Builds the body of ``@main`` node by node; ``values`` maps ONNX names to SSA values."""
 
     def __init__(self, graph_proto: onnx.GraphProto, base_dir: str, opset: int) -> None:
@@ -343,6 +396,7 @@ class _GraphImporter(ReductionConverters, DataMovementConverters, ConvConverters
         converters = self.converters()
         for index, node in enumerate(self.graph.node):
             self.label = _node_label(node, index)
+            self.check_dtypes(node)
             converters[node.op_type](node)
         self.label = "graph"
         outputs = [self.value(out.name) for out in self.graph.output]
@@ -355,6 +409,25 @@ class _GraphImporter(ReductionConverters, DataMovementConverters, ConvConverters
         return function, inputs
 
     # -- values, weights and operands -------------------------------------------------------
+
+    def check_dtypes(self, node: NodeProto) -> None:
+        """A FrontendError unless each input has a dtype that `INPUT_DTYPES` allows."""
+        allowed = INPUT_DTYPES.get(node.op_type, ((dtypes.FLOAT32,),))
+        constants = CONSTANT_INPUTS.get(node.op_type, ())
+        for position, name in enumerate(node.input):
+            if not name or (position in constants and name in self.initializers):
+                continue
+            wanted = allowed[min(position, len(allowed) - 1)]
+            if name in self.values:
+                code = dtypes.of_ir(self.values[name].type.get_element_type()).onnx
+            elif name in self.initializers:
+                code = self.initializers[name].data_type
+            else:
+                continue  # _check_graph: not defined; the converter will say so
+            if code not in [d.onnx for d in wanted]:
+                names = ", ".join(d.name for d in wanted)
+                raise FrontendError(f"{self.label}: input '{name}' is {dtypes.onnx_name(code)}, "
+                                    f"but {node.op_type} takes {names} there")
 
     def value(self, name: str) -> SSAValue:
         """The SSA value of an ONNX value name; an initializer becomes a weight on first use."""
@@ -370,9 +443,13 @@ class _GraphImporter(ReductionConverters, DataMovementConverters, ConvConverters
                                 f"{_one_line(exc)}") from exc
 
     def add_weight(self, name: str, array: np.ndarray) -> None:
-        """A ``graph.weight`` for `array` (_check_graph made sure that it is float32)."""
-        self.weights[name] = np.asarray(array, dtype=np.float32, order="C")
-        self.define(name, graph.WeightOp(name, TensorType(Float32Type(), array.shape)))
+        """A ``graph.weight`` for `array`, whose dtype _check_graph made sure is supported."""
+        dtype = dtypes.from_numpy(array.dtype)
+        if dtype is None:  # a Constant's value, say
+            raise FrontendError(f"{self.label}: constant '{name}' has unsupported dtype "
+                                f"{array.dtype} (supported: {dtypes.SUPPORTED_NAMES})")
+        self.weights[name] = np.asarray(array, order="C")  # (ascontiguousarray makes () (1,))
+        self.define(name, graph.WeightOp(name, TensorType(dtype.ir, array.shape)))
 
     def define(self, name: str, op: Operation) -> None:
         """Append `op`, the definition of the ONNX value `name`, and verify it."""
@@ -422,12 +499,19 @@ class _GraphImporter(ReductionConverters, DataMovementConverters, ConvConverters
             **{op: getattr(self, method) for op, method in REDUCTION_CONVERTERS.items()},
             **{op: getattr(self, method) for op, method in data_movement.CONVERTERS.items()},
             **{op: getattr(self, method) for op, method in conv.CONVERTERS.items()},
+            **{op: getattr(self, method) for op, method in logic.CONVERTERS.items()},
         }
         assert set(table) == set(SUPPORTED_OPS)
         return table
 
     def binary(self, node: NodeProto) -> None:
         lhs, rhs = self.inputs(node, 2)
+        if node.op_type == "Pow" and rhs.type.get_element_type() != lhs.type.get_element_type():
+            # an integer exponent (INPUT_DTYPES): computed in float, as ONNX's Pow does
+            rhs = self.append(graph.CastOp(rhs, lhs.type.get_element_type()), f"{node.input[1]}_f")
+        elif lhs.type.get_element_type() != rhs.type.get_element_type():
+            raise FrontendError(f"{self.label}: the inputs have different dtypes "
+                                f"({lhs.type.get_element_type()} and {rhs.type.get_element_type()})")
         self.define(node.output[0], _BINARY[node.op_type](lhs, rhs, self.result_type(node)))
 
     def unary(self, node: NodeProto) -> None:
@@ -525,8 +609,11 @@ class _GraphImporter(ReductionConverters, DataMovementConverters, ConvConverters
 
     def constant(self, node: NodeProto) -> None:
         self.inputs(node, 0)
-        (value,) = _attributes(node, self.label).values()
-        array = numpy_helper.to_array(value) if isinstance(value, TensorProto) else np.array(value)
+        ((attribute, value),) = _attributes(node, self.label).items()
+        if isinstance(value, TensorProto):
+            array = numpy_helper.to_array(value)
+        else:  # value_float(s) are float32, value_int(s) int64
+            array = np.array(value, np.float32 if attribute.startswith("value_float") else np.int64)
         self.add_weight(node.output[0], array)
 
 
@@ -546,7 +633,10 @@ def import_onnx(
         source = os.fspath(model)
     proto = _load(model, source)
     if input_shapes:
-        proto = _specialize(proto, input_shapes)
+        proto = _specialize(proto, input_shapes)  # a copy
+    elif proto is model:  # the caller's ModelProto: shape inference writes into it
+        proto = onnx.ModelProto()
+        proto.CopyFrom(model)
     try:
         inferred = _infer_shapes(proto)
     except FrontendError:
@@ -554,9 +644,10 @@ def import_onnx(
         raise
     # Shape computations on static shapes fold away (tmlir.frontends.onnx_fold); the shapes
     # they fed (a Reshape's target) are then known to a second inference.
-    folded = fold_constants(inferred)
-    if len(folded.graph.node) != len(inferred.graph.node):
-        inferred = _infer_shapes(folded)
+    nodes = len(inferred.graph.node)
+    fold_constants(inferred, in_place=True)  # a copy of the caller's model, or one of ours
+    if len(inferred.graph.node) != nodes:
+        _infer_shapes(inferred)
     _check_graph(inferred.graph)
     opset = max((o.version for o in inferred.opset_import if o.domain in _DEFAULT_DOMAINS),
                 default=1)

@@ -10,15 +10,15 @@ implied by the result type. What each op imports to:
 - ``Reshape`` (``allowzero``), ``Flatten``, ``Squeeze``, ``Unsqueeze`` (axes an attribute
   before opset 13, an input since): ``graph.reshape`` to the inferred shape.
 - ``Identity`` (in ``onnx.py``) and ``Dropout`` (inference: ``training_mode`` absent or a
-  constant false; its ``mask`` output only if unused): the input itself, no op.
+  constant false): the input itself, no op; Dropout's ``mask`` is a constant all-true.
 - ``Transpose`` (``perm``, default reversed), ``Concat``, ``Expand``, ``Tile``:
   ``graph.transpose`` / ``graph.concat`` / ``graph.expand`` / ``graph.tile``.
 - ``Split`` (sizes from the ``split`` attribute before opset 13, the input since, or equal
   parts, ``num_outputs`` since 18): ``graph.split`` with one result per output.
 - ``Slice`` (attributes before opset 10, inputs since; negative steps, ONNX's clamping):
   ``graph.slice`` with one start and step per dim.
-- ``Gather`` with constant indices: ``graph.gather``. Indices computed at run time are
-  int64 tensors, which need integer tensor support (not yet).
+- ``Gather`` with constant indices: ``graph.gather``; with indices computed at run time
+  (an embedding's token ids): ``graph.take``.
 - ``Pad`` (``pads`` and ``value`` attributes before opset 11, then inputs; ``axes``
   since 18; modes constant, reflect, edge, wrap): ``graph.pad``.
 - ``Resize`` (opset 11 on; ``nearest`` and ``linear`` modes, every coordinate
@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import numpy as np
 from onnx import AttributeProto, NodeProto
-from xdsl.dialects.builtin import Float32Type, TensorType
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, SSAValue
 
+from tmlir import dtypes
 from tmlir.dialects import graph
 from tmlir.frontends._onnx_common import FrontendError, sanitize_name
 
@@ -69,10 +70,20 @@ CONSTANT_INPUTS: dict[str, tuple[int, ...]] = {
     "Gather": (1,), "Expand": (1,), "Tile": (1,), "Pad": (1, 2, 3), "Dropout": (1, 2),
     "Resize": (1, 2, 3),
 }
+_ANY, _INTEGERS, _FLOAT32 = dtypes.DTYPES, dtypes.INTEGERS, (dtypes.FLOAT32,)
+#: op type -> the dtypes each input may have (the last entry repeats). Data moves as it is.
+INPUT_DTYPES: dict[str, tuple[tuple[dtypes.DType, ...], ...]] = {
+    **{op: (_ANY, _INTEGERS) for op in ("Reshape", "Squeeze", "Unsqueeze", "Split", "Slice",
+                                         "Gather", "Expand", "Tile")},
+    "Flatten": (_ANY,), "Transpose": (_ANY,), "Concat": (_ANY,), "Identity": (_ANY,),
+    "Pad": (_ANY, _INTEGERS, _ANY, _INTEGERS),
+    "Dropout": (_FLOAT32, _FLOAT32, (dtypes.BOOL,)),
+    "Resize": (_FLOAT32, _FLOAT32, _FLOAT32, _INTEGERS),
+}
 #: Op types with more than one output: how many they may have (None: any number).
-OUTPUTS: dict[str, int | None] = {"Split": None}
+OUTPUTS: dict[str, int | None] = {"Split": None, "Dropout": 2}
 #: Op types whose outputs after the first are accepted when nothing uses them.
-UNUSED_EXTRA_OUTPUTS = ("Dropout",)
+UNUSED_EXTRA_OUTPUTS: tuple[str, ...] = ()
 _INPUT_NAMES = {  # for error messages
     "Reshape": ("data", "shape"), "Squeeze": ("data", "axes"), "Unsqueeze": ("data", "axes"),
     "Split": ("input", "split"), "Slice": ("data", "starts", "ends", "axes", "steps"),
@@ -85,6 +96,11 @@ _INPUT_NAMES = {  # for error messages
 def _shape(value: SSAValue) -> tuple[int, ...]:
     assert isinstance(value.type, TensorType)
     return tuple(value.type.get_shape())
+
+
+def _element(value: SSAValue) -> Attribute:
+    assert isinstance(value.type, TensorType)
+    return value.type.get_element_type()
 
 
 class DataMovementConverters:
@@ -190,7 +206,10 @@ class DataMovementConverters:
         training = self.constant_input(node, 2) if len(names) > 2 else None
         if training is not None and bool(np.asarray(training).reshape(-1)[0]):
             raise FrontendError(f"{self.label}: training mode is not supported (inference only)")
-        self.values[node.output[0]] = self.value(names[0])
+        x = self.value(names[0])
+        self.values[node.output[0]] = x
+        if len(node.output) > 1 and node.output[1]:  # the mask: every element kept
+            self.add_weight(node.output[1], np.ones(_shape(x), np.bool_))
 
     # -- index maps -----------------------------------------------------------------------
 
@@ -284,7 +303,7 @@ class DataMovementConverters:
                 raise FrontendError(f"{self.label}: step of axis {axis} must not be 0")
             first[d], out[d] = _slice_range(shape[d], start, end, step)
             step_of[d] = step
-        result_type = TensorType(Float32Type(), out)
+        result_type = TensorType(_element(x), out)
         self.check_inferred(node, result_type)
         if out == list(shape) and all(s == 1 for s in step_of):
             self.values[node.output[0]] = x
@@ -309,12 +328,10 @@ class DataMovementConverters:
         x = self.value(names[0])
         shape = _shape(x)
         axis = self.axis_of(int(self.attributes(node).get("axis", 0)), len(shape))  # type: ignore[call-overload]
-        if names[1] not in self.initializers:
-            from tmlir.frontends.onnx import _value_type
-
-            # a run-time int64 tensor: the dtype error (integer tensors are not supported yet)
-            _value_type(self.infos, names[1], f"{self.label}: input 'indices' ('{names[1]}')")
-            self.constant_input(node, 1)
+        if names[1] not in self.initializers:  # computed at run time (token ids, say)
+            indices = self.value(names[1])
+            self.define(node.output[0], graph.TakeOp(x, indices, axis, self.result_type(node)))
+            return
         array = self.initializer_array(names[1])
         if not np.issubdtype(array.dtype, np.integer):
             raise FrontendError(f"{self.label}: input 'indices' must be integers, got {array.dtype}")
@@ -324,7 +341,7 @@ class DataMovementConverters:
             raise FrontendError(f"{self.label}: index {bad} is out of range for axis {axis} of "
                                 f"extent {n}")
         out = [*shape[:axis], *array.shape, *shape[axis + 1:]]
-        result_type = TensorType(Float32Type(), out)
+        result_type = TensorType(_element(x), out)
         self.check_inferred(node, result_type)
         indices = [int(i) % n for i in array.reshape(-1)] if n else []
         self.define(node.output[0], graph.GatherOp(x, result_type, axis, indices))
@@ -362,7 +379,7 @@ class DataMovementConverters:
         if mode != "constant" and value != 0.0:
             value = 0.0  # the value applies to constant mode only
         shape = _shape(x)
-        result_type = TensorType(Float32Type(), [n + full[d] + full[rank + d]
+        result_type = TensorType(_element(x), [n + full[d] + full[rank + d]
                                                  for d, n in enumerate(shape)])
         self.check_inferred(node, result_type)
         if not any(full):

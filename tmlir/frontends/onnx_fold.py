@@ -82,10 +82,27 @@ def _evaluate(node: NodeProto, inputs: list[np.ndarray | None], opset: list) -> 
         return list(ReferenceEvaluator(model).run(None, {}))
 
 
-def fold_constants(model: ModelProto) -> ModelProto:
-    """A copy of `model` (shapes inferred) with its constant computations folded."""
-    folded = ModelProto()
-    folded.CopyFrom(model)
+def _gather_elements(node: NodeProto, inputs: list[np.ndarray | None]) -> list[np.ndarray]:
+    """``GatherElements`` (onnx 1.23's reference fails on axes longer than 32)."""
+    data, indices = inputs
+    assert data is not None and indices is not None
+    axis = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "axis"), 0)
+    axis = axis % data.ndim
+    indices = np.where(indices < 0, indices + data.shape[axis], indices)
+    return [np.take_along_axis(data, indices.astype(np.int64), axis=axis)]
+
+
+_NUMPY = {"GatherElements": _gather_elements}
+"""Ops folded with numpy where onnx's reference implementation is wrong."""
+
+
+def fold_constants(model: ModelProto, *, in_place: bool = False) -> ModelProto:
+    """A copy of `model` (shapes inferred) with its constant computations folded; `model`
+    itself, changed, with `in_place` (copying a large model's weights costs seconds)."""
+    folded = model
+    if not in_place:
+        folded = ModelProto()
+        folded.CopyFrom(model)
     graph = folded.graph
     infos = {v.name: v for v in (*graph.input, *graph.value_info, *graph.output)}
     constants = _Constants({t.name: t for t in graph.initializer})
@@ -96,7 +113,7 @@ def fold_constants(model: ModelProto) -> ModelProto:
     new_constants: dict[str, np.ndarray] = {}
     for node in graph.node:
         results = _fold(node, constants, infos, opset)
-        if results is None or any(name in outputs for name in node.output):
+        if results is None:
             kept.append(node)
             continue
         for name, array in zip(node.output, results):
@@ -163,7 +180,10 @@ def _fold(node: NodeProto, constants: _Constants,
         return None
     inputs = [constants[name] if name else None for name in node.input]
     try:
-        results = _evaluate(node, inputs, opset)
+        if node.op_type in _NUMPY and node.domain in _DEFAULT_DOMAINS:
+            results = _NUMPY[node.op_type](node, inputs)
+        else:
+            results = _evaluate(node, inputs, opset)
     except Exception:  # the reference implementation cannot run it: leave it to the importer
         return None
     if any(np.asarray(r).size > MAX_FOLDED_ELEMENTS for r in results):

@@ -33,6 +33,7 @@ from onnx import AttributeProto, NodeProto
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
+from tmlir import dtypes
 from tmlir.dialects import graph
 from tmlir.frontends._onnx_common import FrontendError, sanitize_name
 from tmlir.schedules.pool import pool_pads
@@ -70,6 +71,9 @@ CHOICES: dict[tuple[str, str], tuple[object, ...]] = {  # the values an attribut
 }
 #: Inputs (by position) read as constant integer arrays when the model is imported.
 CONSTANT_INPUTS: dict[str, tuple[int, ...]] = {op: (1,) for op in _REDUCE}
+#: op type -> the dtypes each input may have: float32 data, integer axes.
+INPUT_DTYPES: dict[str, tuple[tuple[dtypes.DType, ...], ...]] = {
+    op: ((dtypes.FLOAT32,), dtypes.INTEGERS) for op in _REDUCE}
 #: Op types whose outputs after the first are imported too: how many they may have.
 OUTPUTS: dict[str, int] = {"LayerNormalization": 3}
 

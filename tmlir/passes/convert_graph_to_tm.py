@@ -12,8 +12,9 @@ the kernels (destination passing); an output that no kernel writes (an input or 
 weight returned as is) gets a copy kernel. ``graph.reshape`` gets no kernel: its result
 is a ``tm.view`` of its operand's buffer, and a value returned through reshapes is
 written into the output argument seen through a view. Data-movement ops use
-``tmlir/schedules/data_movement.py``; convolutions, transposed convolutions and batch
-norms ``tmlir/schedules/conv.py``. Only float32 tensors are supported.
+``tmlir/schedules/data_movement.py``, gathers with run-time indices
+``tmlir/schedules/indexing.py``; convolutions, transposed convolutions and batch
+norms ``tmlir/schedules/conv.py``. Tensors are f32, i64, i32 or i1 (see ``tmlir.dtypes``).
 """
 
 from __future__ import annotations
@@ -30,15 +31,17 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from tmlir import dtypes
 from tmlir.dialects import graph, tm
 from tmlir.schedules.builder import IRBuilder
-from tmlir.schedules.common import f32_memref
 from tmlir.schedules.conv import SCHEDULED_OPS as CONV_OPS
 from tmlir.schedules.conv import conv_op_kernel
 from tmlir.schedules.data_movement import KERNEL_OPS as DATA_MOVEMENT_OPS
 from tmlir.schedules.data_movement import kernel_for as data_movement_kernel
 from tmlir.schedules.elementwise import ElementFunction, elementwise_kernel
 from tmlir.schedules.elementwise_functions import element_function
+from tmlir.schedules.indexing import SCHEDULED_OPS as INDEXING_OPS
+from tmlir.schedules.indexing import indexing_kernel
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
 from tmlir.schedules.reduction_ops import SCHEDULED_OPS as REDUCTION_OPS
 from tmlir.schedules.reduction_ops import reduction_kernel
@@ -46,9 +49,10 @@ from tmlir.schedules.reduction_ops import reduction_kernel
 
 def buffer_type(type: TensorType) -> MemRefType:
     """The buffer of a tensor (rank-0 tensors are stored as one element)."""
-    if type.get_element_type() != Float32Type():
-        raise PassFailedException(f"only float32 tensors are supported, got {type}")
-    return f32_memref(type.get_shape() or (1,))
+    if dtypes.from_ir(type.get_element_type()) is None:
+        raise PassFailedException(f"convert-graph-to-tm: unsupported element type in {type} "
+                                  f"(supported: f32, i64, i32, i1)")
+    return MemRefType(type.get_element_type(), type.get_shape() or (1,))
 
 
 @dataclass
@@ -85,6 +89,7 @@ class _Lowering:
             [i.type.get_shape() for i in inputs],
             compute,
             expression,
+            element_types=[b.type.element_type for b in (*inputs, dest)],
         )
         self.launch(kernel, [*inputs, dest])
 
@@ -111,14 +116,17 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int]) -> None:
         if not isinstance(arg.type, TensorType):
             raise PassFailedException(f"@{function.sym_name.data}: arguments must be tensors")
     outputs = list(ret.arguments)
-    new_block = Block(arg_types=[buffer_type(t.type) for t in (*old.args, *outputs)])
+    # Inputs and outputs keep their tensor's shape, rank 0 included (what the runtime hands
+    # over and returns); kernels see a rank-0 one through a one-element tm.view.
+    new_block = Block(arg_types=[MemRefType(buffer_type(v.type).element_type, v.type.get_shape())
+                                 for v in (*old.args, *outputs)])
     for new, prev in zip(new_block.args, old.args):
         new.name_hint = prev.name_hint
     out_args = new_block.args[len(old.args):]
     for index, (arg, value) in enumerate(zip(out_args, outputs)):
         arg.name_hint = f"out{index}" if value.name_hint is None else f"{value.name_hint}_out"
     state = _Lowering(function, IRBuilder.at_end(new_block), numbers)
-    buffers: dict[SSAValue, SSAValue] = dict(zip(old.args, new_block.args))
+    buffers = {prev: state.view(new, prev) for prev, new in zip(old.args, new_block.args)}
     # Values written straight into an output buffer (first output that returns them, or a
     # reshape of them: graph.reshape costs no kernel, its result is a tm.view of the buffer).
     destination: dict[SSAValue, SSAValue] = {}
@@ -151,6 +159,7 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int]) -> None:
             dests.append(dest)
         dest = dests[0]
         operands = [buffers[o] for o in op.operands]
+        _check_element_types(op)
         if isinstance(op, graph.MatmulOp):
             problem = MatmulProblem(
                 tuple(operands[0].type.get_shape()), tuple(operands[1].type.get_shape()),
@@ -178,9 +187,10 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int]) -> None:
             except ValueError as exc:
                 raise PassFailedException(f"convert-graph-to-tm: '{op.name}': {exc}") from exc
             state.launch(kernel, [*operands, dest])
-        elif isinstance(op, DATA_MOVEMENT_OPS):
+        elif isinstance(op, (*DATA_MOVEMENT_OPS, *INDEXING_OPS)):
+            build = indexing_kernel if isinstance(op, INDEXING_OPS) else data_movement_kernel
             try:
-                kernel = data_movement_kernel(state.kernel_name(op), op)
+                kernel = build(state.kernel_name(op), op)
             except ValueError as exc:
                 raise PassFailedException(f"convert-graph-to-tm: '{op.name}': {exc}") from exc
             if kernel is not None:  # None: the result has no elements
@@ -190,8 +200,9 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int]) -> None:
 
     # Outputs that no kernel wrote: copy them.
     for value, arg in zip(outputs, out_args):
-        if buffers[value] is not arg and math.prod(arg.type.get_shape()):
-            state.elementwise(ret, [buffers[value]], arg, lambda b, xs: xs[0], "x0")
+        if _root(buffers[value]) is not arg and math.prod(arg.type.get_shape()):
+            state.elementwise(ret, [buffers[value]], state.view(arg, value), lambda b, xs: xs[0],
+                              "x0")
     state.host.insert(func.ReturnOp())
 
     function.body.detach_block(old)
@@ -200,8 +211,33 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int]) -> None:
     function.function_type = FunctionType.from_lists([a.type for a in new_block.args], [])
 
 
+def _root(buffer: SSAValue) -> SSAValue:
+    """The buffer that `buffer` views (itself if it is no ``tm.view``)."""
+    return buffer.owner.source if isinstance(buffer.owner, tm.ViewOp) else buffer
+
+
 def _reshape_source(value: SSAValue) -> SSAValue:
     """The value whose buffer `value` shares: through chains of ``graph.reshape``."""
     while isinstance(value.owner, graph.ReshapeOp):
         value = value.owner.input
     return value
+
+
+#: Graph ops whose schedules take integer and bool tensors too; every other op's
+#: templates compute in f32 and take f32 tensors only.
+ANY_ELEMENT_TYPE_OPS: tuple[type[Operation], ...] = (
+    graph.AddOp, graph.SubOp, graph.MulOp, graph.DivOp, graph.MaxOp, graph.MinOp,
+    graph.SumOp, graph.NegOp, graph.AbsOp, *graph.LOGIC_OPS, *graph.INDEXING_OPS,
+    graph.TransposeOp, graph.SliceOp, graph.GatherOp, graph.ExpandOp, graph.TileOp,
+    graph.PadOp, graph.ConcatOp, graph.SplitOp,
+)
+
+
+def _check_element_types(op: Operation) -> None:
+    if isinstance(op, ANY_ELEMENT_TYPE_OPS):
+        return
+    for value in (*op.operands, *op.results):
+        element = value.type.get_element_type()  # type: ignore[attr-defined]
+        if not isinstance(element, Float32Type):
+            raise PassFailedException(f"convert-graph-to-tm: '{op.name}' is scheduled for f32 "
+                                      f"tensors only, got {value.type}")

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tmlir import dtypes
 from tmlir.backends.cuda_c import CudaProgram, emit_cuda
 
 DEVICES = ("emu", "cuda")
@@ -74,6 +75,18 @@ class _Compiled:
         return [b for b in self.program.buffers if b.kind == "output"]
 
 
+def _onnx_type(dtype: str) -> str:
+    """onnxruntime's type string of a numpy dtype name: ``tensor(float)``, ``tensor(int64)``."""
+    known = dtypes.from_numpy(np.dtype(dtype))
+    return known.onnx_type if known is not None else f"tensor({dtype})"
+
+
+def _declared_type(value: Any) -> str:
+    """The type string of a declared graph input or output (``tensor(float)``, ...)."""
+    known = dtypes.from_onnx(value.type.tensor_type.elem_type)
+    return known.onnx_type if known is not None else "tensor(unknown)"
+
+
 def _is_static(dims: tuple | None) -> bool:
     return dims is not None and all(isinstance(d, int) and d > 0 for d in dims)
 
@@ -100,6 +113,7 @@ class InferenceSession:
         self._declared_outputs = [(o.name, tuple(
             d.dim_value if d.HasField("dim_value") else d.dim_param or None
             for d in o.type.tensor_type.shape.dim)) for o in proto.graph.output]
+        self._types = {v.name: _declared_type(v) for v in (*proto.graph.input, *proto.graph.output)}
         self._dynamic = [name for name, dims in self._declared if not _is_static(dims)]
         self._variants: dict[tuple, _Compiled] = {}
         self._current: _Compiled | None = None
@@ -113,13 +127,15 @@ class InferenceSession:
 
     def get_inputs(self) -> list[IOInfo]:
         if not self._dynamic:
-            return [IOInfo(b.source, b.shape) for b in self._current.inputs]
-        return [IOInfo(name, tuple(dims or ())) for name, dims in self._declared]
+            return [IOInfo(b.source, b.shape, _onnx_type(b.dtype)) for b in self._current.inputs]
+        return [IOInfo(name, tuple(dims or ()), self._types.get(name, "tensor(float)"))
+                for name, dims in self._declared]
 
     def get_outputs(self) -> list[IOInfo]:
         if not self._dynamic:
-            return [IOInfo(b.source, b.shape) for b in self._current.outputs]
-        return [IOInfo(name, dims) for name, dims in self._declared_outputs]
+            return [IOInfo(b.source, b.shape, _onnx_type(b.dtype)) for b in self._current.outputs]
+        return [IOInfo(name, dims, self._types.get(name, "tensor(float)"))
+                for name, dims in self._declared_outputs]
 
     def run(self, output_names: Sequence[str] | None,
             input_feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
@@ -188,8 +204,9 @@ class InferenceSession:
                 if buf.source not in feed:
                     raise SessionError(f"missing input '{buf.source}'")
                 value = np.asarray(feed[buf.source])
-                if value.dtype != np.float32:
-                    raise SessionError(f"input '{buf.source}': expected float32, got {value.dtype}")
+                if value.dtype != np.dtype(buf.dtype):
+                    raise SessionError(f"input '{buf.source}': expected {buf.dtype}, "
+                                       f"got {value.dtype}")
                 # A rank-0 input is stored in a one-element buffer: accept its () shape.
                 if value.size != int(np.prod(buf.shape)) or (value.shape != buf.shape and value.ndim):
                     raise SessionError(
@@ -197,10 +214,10 @@ class InferenceSession:
                     )
                 arrays.append(np.ascontiguousarray(value).reshape(buf.shape))
             elif buf.kind == "weight":
-                arrays.append(np.ascontiguousarray(compiled.weights[buf.source], np.float32)
+                arrays.append(np.ascontiguousarray(compiled.weights[buf.source], buf.dtype)
                               .reshape(buf.shape))
             else:
-                arrays.append(np.zeros(buf.shape, np.float32))
+                arrays.append(np.zeros(buf.shape, buf.dtype))
         return arrays
 
     def _run_cuda(self, compiled: _Compiled, arrays: list[np.ndarray]) -> list[np.ndarray]:

@@ -18,10 +18,11 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     UnitAttr,
 )
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tmlir.dialects import tm
@@ -158,8 +159,7 @@ class IRBuilder:
         with self.at(then):
             self.insert(scf.YieldOp(self.load(buffer, indices)))
         with self.at(other):
-            zero = FloatAttr(0.0, elem) if isinstance(elem, Float32Type) else IntegerAttr(0, elem)
-            self.insert(scf.YieldOp(self.insert(arith.ConstantOp(zero)).results[0]))
+            self.insert(scf.YieldOp(self.constant(0, elem)))
         return self.insert(scf.IfOp(condition, [elem], [then], [other]), name).results[0]
 
     def store(self, value: SSAValue, buffer: SSAValue, indices: Sequence[Index],
@@ -167,9 +167,16 @@ class IRBuilder:
         """``tm.store`` (indices materialized; `guard`: dims checked against the shape)."""
         self.insert(tm.StoreOp(value, buffer, [self.value(i) for i in indices], guard))
 
-    # ---- floating point -----------------------------------------------------------------
+    # ---- element values ---------------------------------------------------------------
     def f32(self, x: float) -> SSAValue:
         return self.insert(arith.ConstantOp(FloatAttr(x, Float32Type()))).results[0]
+
+    def constant(self, x: float | int | bool, type: Attribute) -> SSAValue:
+        """A constant element of `type`: ``f32`` or an integer type (``i1`` for bools)."""
+        if isinstance(type, Float32Type):
+            return self.f32(float(x))
+        assert isinstance(type, IntegerType), type
+        return self.insert(arith.ConstantOp(IntegerAttr(int(x), type))).results[0]
 
     def fop(self, op_type, *operands: SSAValue, name: str | None = None) -> SSAValue:
         return self.insert(op_type(*operands), name).results[0]

@@ -36,13 +36,13 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects import arith, scf
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import Float32Type, IndexType, IntegerType
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects.builtin import Float32Type, IndexType, IntegerType, MemRefType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from tmlir.dialects import graph, tm
 from tmlir.mapping import spatial
 from tmlir.schedules.builder import Index, IRBuilder
-from tmlir.schedules.common import broadcast_index, f32_memref, kernel_attributes, name_args
+from tmlir.schedules.common import broadcast_index, kernel_attributes, name_args
 
 MAX_GATHER_TABLE = 256
 """Constant gather indices that are no progression become a select chain up to this size."""
@@ -62,17 +62,21 @@ def data_movement_kernel(
     name: str, op: str, in_shapes: Sequence[Sequence[int]], out_shapes: Sequence[Sequence[int]],
     space: Sequence[int], body: Body, info: dict[str, int | str] | None = None,
     params: DataMovementParams = DataMovementParams(),
+    element: Attribute | Sequence[Attribute] = Float32Type(),
 ) -> tm.KernelOp | None:
     """A kernel ``(inputs..., outputs...)`` running `body` once per element of `space`
     (one thread each); None when `space` is empty. Rank-0 tensors are 1-element buffers
-    (the body gets no coordinates for a rank-0 space)."""
+    (the body gets no coordinates for a rank-0 space). `element`: the element type of
+    every argument, or one per argument."""
     total = math.prod(space)
     if total == 0:
         return None
     block = min(params.block, 32 * math.ceil(total / 32))
     grid = math.ceil(total / block)
+    shapes = [tuple(s) or (1,) for s in (*in_shapes, *out_shapes)]
+    elements = [element] * len(shapes) if isinstance(element, Attribute) else list(element)
     kernel = tm.KernelOp(
-        name, [f32_memref(tuple(s) or (1,)) for s in (*in_shapes, *out_shapes)], grid, block,
+        name, [MemRefType(t, s) for t, s in zip(elements, shapes, strict=True)], grid, block,
         kernel_attributes("data_movement", {"op": op, **(info or {}), "block": block}),
     )
     names = ["x"] if len(in_shapes) == 1 else [f"x{i}" for i in range(len(in_shapes))]
@@ -107,7 +111,8 @@ def _csv(values: Sequence[int]) -> str:
 # -- one builder per op ---------------------------------------------------------------------
 
 def transpose_kernel(name: str, in_shape: Sequence[int], perm: Sequence[int],
-                     params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+                     params: DataMovementParams = DataMovementParams(),
+                     element: Attribute = Float32Type()) -> tm.KernelOp | None:
     """``out[i] = x[j]`` with ``j[perm[k]] = i[k]``."""
     out_shape = [in_shape[p] for p in perm]
 
@@ -118,12 +123,14 @@ def transpose_kernel(name: str, in_shape: Sequence[int], perm: Sequence[int],
         _copy(b, xs[0], j, outs[0], i)
 
     return data_movement_kernel(name, "transpose", [in_shape], [out_shape], out_shape, body,
-                                {"perm": _csv(perm)}, params)
+                                {"perm": _csv(perm)}, params,
+                                element)
 
 
 def slice_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
                  starts: Sequence[int], steps: Sequence[int],
-                 params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+                 params: DataMovementParams = DataMovementParams(),
+                 element: Attribute = Float32Type()) -> tm.KernelOp | None:
     """``out[i] = x[starts + i * steps]`` (a negative step counts down from its start)."""
 
     def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
@@ -132,22 +139,25 @@ def slice_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
         _copy(b, xs[0], j, outs[0], i)
 
     return data_movement_kernel(name, "slice", [in_shape], [out_shape], out_shape, body,
-                                {"starts": _csv(starts), "steps": _csv(steps)}, params)
+                                {"starts": _csv(starts), "steps": _csv(steps)}, params,
+                                element)
 
 
 def expand_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
-                  params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+                  params: DataMovementParams = DataMovementParams(),
+                  element: Attribute = Float32Type()) -> tm.KernelOp | None:
     """numpy broadcasting of `in_shape` to `out_shape`."""
 
     def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
         _copy(b, xs[0], broadcast_index(i, out_shape, in_shape), outs[0], i)
 
     return data_movement_kernel(name, "expand", [in_shape], [out_shape], out_shape, body,
-                                params=params)
+                                params=params, element=element)
 
 
 def tile_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
-                params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+                params: DataMovementParams = DataMovementParams(),
+                element: Attribute = Float32Type()) -> tm.KernelOp | None:
     """``out[i] = x[i % in_shape]`` (no remainder along dims that are not repeated)."""
 
     def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
@@ -156,12 +166,14 @@ def tile_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
 
     repeats = [o // n if n else 1 for n, o in zip(in_shape, out_shape)]
     return data_movement_kernel(name, "tile", [in_shape], [out_shape], out_shape, body,
-                                {"repeats": _csv(repeats)}, params)
+                                {"repeats": _csv(repeats)}, params,
+                                element)
 
 
 def gather_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int], axis: int,
                   indices: Sequence[int],
-                  params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+                  params: DataMovementParams = DataMovementParams(),
+                  element: Attribute = Float32Type()) -> tm.KernelOp | None:
     """``out[a, k, c] = x[a, indices[k], c]`` (``a``: the dims before `axis`; ``k``: the
     index dims, ``c``: the dims after), `indices` constant, row-major and non-negative."""
     index_rank = len(out_shape) - len(in_shape) + 1
@@ -176,7 +188,8 @@ def gather_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int], 
 
     info: dict[str, int | str] = {"axis": axis, "indices": len(indices)}
     return data_movement_kernel(name, "gather", [in_shape], [out_shape], out_shape, body, info,
-                                params)
+                                params,
+                                element)
 
 
 def _lookup(b: IRBuilder, k: Index, table: Sequence[int]) -> Index:
@@ -200,7 +213,8 @@ def _lookup(b: IRBuilder, k: Index, table: Sequence[int]) -> Index:
 
 def pad_kernel(name: str, in_shape: Sequence[int], pads: Sequence[int], mode: str = "constant",
                value: float = 0.0,
-               params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+               params: DataMovementParams = DataMovementParams(),
+               element: Attribute = Float32Type()) -> tm.KernelOp | None:
     """`pads`: the begins of every dim, then the ends (negative: crop, constant mode
     only); `mode` one of ``graph.PAD_MODES``."""
     rank = len(in_shape)
@@ -232,7 +246,8 @@ def pad_kernel(name: str, in_shape: Sequence[int], pads: Sequence[int], mode: st
 
     info: dict[str, int | str] = {"mode": mode, "pads": _csv(pads)}
     return data_movement_kernel(name, "pad", [in_shape], [out_shape], out_shape, body, info,
-                                params)
+                                params,
+                                element)
 
 
 def _border_index(b: IRBuilder, mode: str, c: Index, n: int, begin: int) -> Index:
@@ -260,9 +275,10 @@ def _load_or(b: IRBuilder, condition: SSAValue | None, buffer: SSAValue,
     then, other = Block(), Block()
     with b.at(then):
         b.insert(scf.YieldOp(b.load(buffer, _at(indices()))))
+    element = buffer.type.element_type  # type: ignore[attr-defined]
     with b.at(other):
-        b.insert(scf.YieldOp(b.f32(fill)))
-    return b.insert(scf.IfOp(condition, [Float32Type()], [then], [other]), "v").results[0]
+        b.insert(scf.YieldOp(b.constant(fill, element)))
+    return b.insert(scf.IfOp(condition, [element], [then], [other]), "v").results[0]
 
 
 def _segments(b: IRBuilder, c: Index, extents: Sequence[int]) -> list[tuple[int, int, SSAValue | None]]:
@@ -291,7 +307,8 @@ def _in_segment(b: IRBuilder, condition: SSAValue | None, fill: Callable[[], Non
 
 
 def concat_kernel(name: str, in_shapes: Sequence[Sequence[int]], axis: int,
-                  params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+                  params: DataMovementParams = DataMovementParams(),
+                  element: Attribute = Float32Type()) -> tm.KernelOp | None:
     """One thread per output element; the input whose segment of `axis` holds it copies."""
     extents = [s[axis] for s in in_shapes]
     out_shape = list(in_shapes[0])
@@ -305,12 +322,14 @@ def concat_kernel(name: str, in_shapes: Sequence[Sequence[int]], axis: int,
             _in_segment(b, condition, fill)
 
     return data_movement_kernel(name, "concat", in_shapes, [out_shape], out_shape, body,
-                                {"axis": axis, "sizes": _csv(extents)}, params)
+                                {"axis": axis, "sizes": _csv(extents)}, params,
+                                element)
 
 
 def split_kernel(name: str, in_shape: Sequence[int], out_shapes: Sequence[Sequence[int]],
                  axis: int,
-                 params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+                 params: DataMovementParams = DataMovementParams(),
+                 element: Attribute = Float32Type()) -> tm.KernelOp | None:
     """One thread per input element, which stores it into the output whose segment of
     `axis` holds it."""
     extents = [s[axis] for s in out_shapes]
@@ -323,7 +342,8 @@ def split_kernel(name: str, in_shape: Sequence[int], out_shapes: Sequence[Sequen
             _in_segment(b, condition, fill)
 
     return data_movement_kernel(name, "split", [in_shape], out_shapes, in_shape, body,
-                                {"axis": axis, "sizes": _csv(extents)}, params)
+                                {"axis": axis, "sizes": _csv(extents)}, params,
+                                element)
 
 
 def resize_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
@@ -429,27 +449,29 @@ def kernel_for(name: str, op: Operation,
     def shape(value: SSAValue) -> tuple[int, ...]:
         return tuple(value.type.get_shape())  # type: ignore[attr-defined]
 
+    element = op.operands[0].type.get_element_type()  # type: ignore[attr-defined]
     match op:
         case graph.TransposeOp():
-            return transpose_kernel(name, shape(op.input), op.permutation, params)
+            return transpose_kernel(name, shape(op.input), op.permutation, params, element)
         case graph.SliceOp():
             return slice_kernel(name, shape(op.input), shape(op.result),
-                                op.starts.get_values(), op.steps.get_values(), params)
+                                op.starts.get_values(), op.steps.get_values(), params, element)
         case graph.GatherOp():
             return gather_kernel(name, shape(op.input), shape(op.result), op.axis_value,
-                                 op.index_values, params)
+                                 op.index_values, params, element)
         case graph.ExpandOp():
-            return expand_kernel(name, shape(op.input), shape(op.result), params)
+            return expand_kernel(name, shape(op.input), shape(op.result), params, element)
         case graph.TileOp():
-            return tile_kernel(name, shape(op.input), shape(op.result), params)
+            return tile_kernel(name, shape(op.input), shape(op.result), params, element)
         case graph.PadOp():
             return pad_kernel(name, shape(op.input), op.pads.get_values(), op.mode_value,
-                              op.pad_value, params)
+                              op.pad_value, params, element)
         case graph.ConcatOp():
-            return concat_kernel(name, [shape(v) for v in op.inputs], op.axis_value, params)
+            return concat_kernel(name, [shape(v) for v in op.inputs], op.axis_value, params,
+                                 element)
         case graph.SplitOp():
             return split_kernel(name, shape(op.input), [shape(v) for v in op.outputs],
-                                op.axis_value, params)
+                                op.axis_value, params, element)
         case graph.ResizeOp():
             return resize_kernel(name, shape(op.input), shape(op.result), op.scale_values,
                                  op.mode.data, op.coordinate_transformation_mode.data,

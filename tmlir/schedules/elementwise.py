@@ -13,7 +13,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import Float32Type, MemRefType
+from xdsl.ir import Attribute, SSAValue
 
 from tmlir.dialects import tm
 from tmlir.mapping import spatial
@@ -21,7 +22,6 @@ from tmlir.schedules.builder import IRBuilder
 from tmlir.schedules.common import (
     broadcast_guards,
     broadcast_index,
-    f32_memref,
     kernel_attributes,
     name_args,
 )
@@ -44,16 +44,20 @@ def elementwise_kernel(
     compute: ElementFunction,
     expression: str,
     params: ElementwiseParams = ElementwiseParams(),
+    element_types: Sequence[Attribute] | None = None,
 ) -> tm.KernelOp:
-    """A kernel ``(inputs..., output)`` computing ``output = compute(inputs...)``."""
+    """A kernel ``(inputs..., output)`` computing ``output = compute(inputs...)``;
+    `element_types` are those of the inputs, then the output's (all ``f32`` if None)."""
     out_shape = tuple(out_shape) or (1,)
     total = math.prod(out_shape)
     block = min(params.block, 32 * math.ceil(total / 32))
     grid = math.ceil(total / block)
     in_shapes = [tuple(s) or (1,) for s in in_shapes]
+    types = element_types or [Float32Type()] * (len(in_shapes) + 1)
+    assert len(types) == len(in_shapes) + 1
     kernel = tm.KernelOp(
         name,
-        [f32_memref(s) for s in in_shapes] + [f32_memref(out_shape)],
+        [MemRefType(t, s) for t, s in zip(types, [*in_shapes, out_shape])],
         grid,
         block,
         kernel_attributes("elementwise", {"block": block, "expr": expression}),

@@ -7,22 +7,27 @@ for an op that is not elementwise. Formulas are chosen for float32 accuracy (``e
 for ELU/SELU, ``log1p`` for softplus, tanh-GELU as ``x * sigmoid(2u)`` so that no
 ``1 + tanh`` cancels) and for numpy's NaN semantics: ``max``, ``min``, ``clip`` and
 ``relu`` give NaN for a NaN operand, where CUDA's ``fmaxf`` would give the other one.
+``neg``, ``abs``, ``add``, ``sub``, ``mul``, ``div``, ``max``, ``min`` and ``sum`` also
+take integers (``i64``, ``i32``); comparisons, logic, ``where`` and ``cast`` are in
+``elementwise_logic.py``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import reduce
 
 import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects import math as xmath
+from xdsl.dialects.builtin import Float32Type
 from xdsl.ir import Operation, SSAValue
 
 from tmlir.dialects import graph
 from tmlir.schedules.builder import IRBuilder
 from tmlir.schedules.elementwise import ElementFunction
+from tmlir.schedules.elementwise_logic import logic_function
 
 Params = dict[str, float | str]
 UnaryFunction = Callable[[IRBuilder, SSAValue, Params], SSAValue]
@@ -145,18 +150,60 @@ UNARY: dict[type[Operation], UnaryFunction] = {
     graph.GeluOp: _gelu,
     graph.ClipOp: _clip,
 }
-INFIX: dict[type[Operation], tuple[str, type[Operation]]] = {
-    graph.AddOp: ("+", arith.AddfOp),
-    graph.SubOp: ("-", arith.SubfOp),
-    graph.MulOp: ("*", arith.MulfOp),
-    graph.DivOp: ("/", arith.DivfOp),
+#: Integer versions of the functions that ONNX defines on integers too (``Neg``, ``Abs``,
+#: ``Add``, ``Sub``, ``Mul``, ``Div``, ``Max``, ``Min``, ``Sum``), keyed like the float ones.
+INTEGER_UNARY: dict[type[Operation], UnaryFunction] = {
+    graph.NegOp: lambda b, x, _: b.fop(arith.SubiOp, b.constant(0, x.type), x),
+    graph.AbsOp: lambda b, x, _: _int_select(
+        b, "slt", x, b.constant(0, x.type), b.fop(arith.SubiOp, b.constant(0, x.type), x), x),
 }
+
+
+def _int_select(b: IRBuilder, predicate: str, lhs: SSAValue, rhs: SSAValue, then: SSAValue,
+                otherwise: SSAValue) -> SSAValue:
+    condition = b.insert(arith.CmpiOp(lhs, rhs, predicate)).results[0]
+    return b.fop(arith.SelectOp, condition, then, otherwise)
+
+
+def _int_div(b: IRBuilder, x: SSAValue, y: SSAValue) -> SSAValue:
+    """C's ``x / y``, truncating toward zero as ONNX's integer ``Div`` does, but 0 for
+    ``y == 0`` and ``-x`` for ``y == -1``: the two divisions that trap on the CPU (the
+    quotient is undefined in ONNX; the emu must not crash the process)."""
+    zero, one, minus_one = (b.constant(v, x.type) for v in (0, 1, -1))
+    safe = _int_select(b, "eq", y, zero, one, y)
+    quotient = _int_select(b, "eq", y, minus_one, b.fop(arith.SubiOp, zero, x),
+                           b.fop(arith.DivSIOp, x, safe))
+    return _int_select(b, "eq", y, zero, zero, quotient)
+
+
+INFIX: dict[type[Operation], tuple[str, type[Operation], Callable[..., SSAValue]]] = {
+    # op -> (symbol, float op, integer function (b, x, y))
+    graph.AddOp: ("+", arith.AddfOp, lambda b, x, y: b.fop(arith.AddiOp, x, y)),
+    graph.SubOp: ("-", arith.SubfOp, lambda b, x, y: b.fop(arith.SubiOp, x, y)),
+    graph.MulOp: ("*", arith.MulfOp, lambda b, x, y: b.fop(arith.MuliOp, x, y)),
+    graph.DivOp: ("/", arith.DivfOp, _int_div),
+}
+
+
+def _is_float(x: SSAValue) -> bool:
+    return isinstance(x.type, Float32Type)
+
+
+def _fold(b: IRBuilder, xs: Sequence[SSAValue], float_fn: Callable[..., SSAValue],
+          int_fn: Callable[..., SSAValue]) -> SSAValue:
+    fn = float_fn if _is_float(xs[0]) else int_fn
+    return reduce(lambda x, y: fn(b, x, y), xs)
+
+
 #: Binary and variadic ops: the element from the elements of all operands.
 NARY: dict[type[Operation], ElementFunction] = {
     graph.PowOp: lambda b, xs: b.fop(xmath.PowFOp, *xs),
-    graph.MaxOp: lambda b, xs: reduce(lambda x, y: _max(b, x, y), xs),
-    graph.MinOp: lambda b, xs: reduce(lambda x, y: _min(b, x, y), xs),
-    graph.SumOp: lambda b, xs: reduce(lambda x, y: b.fop(arith.AddfOp, x, y), xs),
+    graph.MaxOp: lambda b, xs: _fold(b, xs, _max,
+                                     lambda b, x, y: _int_select(b, "sgt", x, y, x, y)),
+    graph.MinOp: lambda b, xs: _fold(b, xs, _min,
+                                     lambda b, x, y: _int_select(b, "slt", x, y, x, y)),
+    graph.SumOp: lambda b, xs: _fold(b, xs, lambda b, x, y: b.fop(arith.AddfOp, x, y),
+                                     lambda b, x, y: b.fop(arith.AddiOp, x, y)),
     graph.MeanOp: lambda b, xs: b.fop(
         arith.DivfOp, reduce(lambda x, y: b.fop(arith.AddfOp, x, y), xs), b.f32(float(len(xs)))),
 }
@@ -171,15 +218,17 @@ def element_function(op: Operation) -> tuple[str, ElementFunction] | None:
     args = [f"x{i}" for i in range(len(op.operands))]
     kind = op.name.split(".")[-1]
     if type(op) in INFIX:
-        symbol, op_type = INFIX[type(op)]
-        return f" {symbol} ".join(args), lambda b, xs: b.fop(op_type, *xs)
+        symbol, float_op, int_fn = INFIX[type(op)]
+        return f" {symbol} ".join(args), lambda b, xs: (
+            b.fop(float_op, *xs) if _is_float(xs[0]) else int_fn(b, *xs))
     if type(op) in NARY:
         return f"{kind}({', '.join(args)})", NARY[type(op)]
     if type(op) in UNARY:
         assert isinstance(op, graph.UnaryElementwiseOp)
         params = op.parameters()
         shown = [*args, *(f"{k}={_f32_text(v)}" for k, v in params.items())]
-        fn = UNARY[type(op)]
-        return f"{kind}({', '.join(shown)})", lambda b, xs: fn(b, xs[0], params)
-    return None
+        fn, int_fn = UNARY[type(op)], INTEGER_UNARY.get(type(op))
+        return f"{kind}({', '.join(shown)})", lambda b, xs: (
+            fn if _is_float(xs[0]) or int_fn is None else int_fn)(b, xs[0], params)
+    return logic_function(op)
 

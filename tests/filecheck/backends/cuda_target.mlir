@@ -80,9 +80,9 @@
 // CHECK-NEXT:  //   [1] w: float[16x6] (input 'w')
 // CHECK-NEXT:  //   [2] y_out: float[4x6] (output 'y')
 // CHECK-NEXT:  //   [3] h: float[4x6] (temp)
-// CHECK-NEXT:  extern "C" void tmlir_run(float* const* buffers, cudaStream_t stream) {
-// CHECK-NEXT:    matmul_0<<<1, 32, 0, stream>>>(buffers[0], buffers[1], buffers[3]);
-// CHECK-NEXT:    relu_1<<<1, 32, 0, stream>>>(buffers[3], buffers[2]);
+// CHECK-NEXT:  extern "C" void tmlir_run(void* const* buffers, cudaStream_t stream) {
+// CHECK-NEXT:    matmul_0<<<1, 32, 0, stream>>>((float*)buffers[0], (float*)buffers[1], (float*)buffers[3]);
+// CHECK-NEXT:    relu_1<<<1, 32, 0, stream>>>((float*)buffers[3], (float*)buffers[2]);
 // CHECK-NEXT:  }
 // CHECK-NEXT:  #endif
 // CHECK-NOT:   {{.}}

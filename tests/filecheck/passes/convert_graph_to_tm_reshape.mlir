@@ -14,7 +14,7 @@
 //
 // CUDA:       relu_0(const float* __restrict__ x0, float* __restrict__ out)
 // CUDA-NOT:   __global__
-// CUDA:       relu_0<<<1, 32, 0, stream>>>(buffers[0], buffers[1]);
+// CUDA:       relu_0<<<1, 32, 0, stream>>>((float*)buffers[0], (float*)buffers[1]);
 // CUDA-NEXT:  }
 func.func @chain(%x: tensor<2x3x4xf32>) -> tensor<24xf32> attributes {tm.inputs = ["x"], tm.outputs = ["y"]} {
   %h = graph.relu %x : tensor<2x3x4xf32>
@@ -39,8 +39,8 @@ func.func @chain(%x: tensor<2x3x4xf32>) -> tensor<24xf32> attributes {tm.inputs 
 // CHECK-NEXT:    func.return
 //
 // The launch plan passes the viewed buffers themselves: [0] x, [3] the weight w.
-// CUDA:       add_0<<<1, 32, 0, stream>>>(buffers[0], buffers[3], buffers[1]);
-// CUDA-NEXT:  copy_1<<<1, 32, 0, stream>>>(buffers[0], buffers[2]);
+// CUDA:       add_0<<<1, 32, 0, stream>>>((float*)buffers[0], (float*)buffers[3], (float*)buffers[1]);
+// CUDA-NEXT:  copy_1<<<1, 32, 0, stream>>>((float*)buffers[0], (float*)buffers[2]);
 func.func @operands(%x: tensor<2x12xf32>) -> (tensor<4x6xf32>, tensor<24xf32>) attributes {tm.inputs = ["x"], tm.outputs = ["y", "z"]} {
   %w = graph.weight "w" : tensor<24xf32>
   %xr = graph.reshape %x : tensor<2x12xf32> -> tensor<4x6xf32>

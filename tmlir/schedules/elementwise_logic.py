@@ -1,0 +1,94 @@
+"""Per-element functions of the graph ops whose result type differs from their operands'
+(``_graph_logic.py``): comparisons, boolean logic, ``is_nan``, ``where`` and ``cast``.
+
+``logic_function(op)`` gives, like ``element_function``, the header expression and the
+IR builder of one output element. Float comparisons use ordered predicates (false when
+either side is NaN, as numpy's ``<`` and ``==``); ``is_nan`` is ``x != x``. ``cast``
+follows ONNX ``Cast``: float to integer truncates toward zero (C's conversion), anything
+to bool is ``x != 0`` (so NaN is true), a bool becomes 0 or 1, int64 to int32 wraps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import Float32Type, IntegerType, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from tmlir import dtypes
+from tmlir.dialects import graph
+from tmlir.schedules.builder import IRBuilder
+from tmlir.schedules.elementwise import ElementFunction
+
+#: comparison op -> (C symbol for the header, float predicate, integer predicate)
+_COMPARISONS: dict[type[Operation], tuple[str, str, str]] = {
+    graph.EqualOp: ("==", "oeq", "eq"),
+    graph.LessOp: ("<", "olt", "slt"),
+    graph.LessEqualOp: ("<=", "ole", "sle"),
+    graph.GreaterOp: (">", "ogt", "sgt"),
+    graph.GreaterEqualOp: (">=", "oge", "sge"),
+}
+_LOGICAL: dict[type[Operation], tuple[str, type[Operation]]] = {
+    graph.AndOp: ("&&", arith.AndIOp), graph.OrOp: ("||", arith.OrIOp),
+    graph.XorOp: ("^", arith.XOrIOp),
+}
+
+
+def _compare(b: IRBuilder, xs: Sequence[SSAValue], float_predicate: str,
+             int_predicate: str) -> SSAValue:
+    if isinstance(xs[0].type, Float32Type):
+        return b.insert(arith.CmpfOp(xs[0], xs[1], float_predicate)).results[0]
+    return b.insert(arith.CmpiOp(xs[0], xs[1], int_predicate)).results[0]
+
+
+def convert(b: IRBuilder, x: SSAValue, to: Attribute) -> SSAValue:
+    """`x` converted to the element type `to` with ONNX ``Cast``'s semantics."""
+    source, target = dtypes.of_ir(x.type), dtypes.of_ir(to)
+    if source == target:
+        return x
+    if target.is_bool:
+        zero = b.constant(0, x.type)
+        if source.is_float:
+            return b.insert(arith.CmpfOp(x, zero, "une")).results[0]
+        return b.insert(arith.CmpiOp(x, zero, "ne")).results[0]
+    if source.is_bool:
+        op = arith.UIToFPOp(x, to) if target.is_float else arith.ExtUIOp(x, to)
+    elif source.is_float:
+        op = arith.FPToSIOp(x, to)
+    elif target.is_float:
+        op = arith.SIToFPOp(x, to)
+    else:
+        assert isinstance(x.type, IntegerType) and isinstance(to, IntegerType)
+        op = arith.ExtSIOp(x, to) if to.width.data > x.type.width.data else arith.TruncIOp(x, to)
+    return b.insert(op).results[0]
+
+
+def _result_element(op: Operation) -> Attribute:
+    result = op.results[0].type
+    assert isinstance(result, TensorType)
+    return result.get_element_type()
+
+
+def logic_function(op: Operation) -> tuple[str, ElementFunction] | None:
+    """The header expression and per-element IR builder of a comparison, logical op,
+    ``is_nan``, ``where`` or ``cast``; None for any other op."""
+    match op:
+        case _ if type(op) in _COMPARISONS:
+            symbol, float_predicate, int_predicate = _COMPARISONS[type(op)]
+            return f"x0 {symbol} x1", lambda b, xs: _compare(b, xs, float_predicate,
+                                                            int_predicate)
+        case _ if type(op) in _LOGICAL:
+            symbol, op_type = _LOGICAL[type(op)]
+            return f"x0 {symbol} x1", lambda b, xs: b.fop(op_type, *xs)
+        case graph.NotOp():
+            return "!x0", lambda b, xs: b.fop(arith.XOrIOp, xs[0], b.constant(1, xs[0].type))
+        case graph.IsNanOp():
+            return "is_nan(x0)", lambda b, xs: b.insert(
+                arith.CmpfOp(xs[0], xs[0], "une")).results[0]
+        case graph.WhereOp():
+            return "x0 ? x1 : x2", lambda b, xs: b.fop(arith.SelectOp, *xs)
+        case graph.CastOp():
+            to = _result_element(op)
+            return f"cast(x0, to={to})", lambda b, xs: convert(b, xs[0], to)
+    return None
