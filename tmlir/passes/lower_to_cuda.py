@@ -1,6 +1,6 @@
 """``lower-to-cuda``: the default pipeline from graph-level IR to the gpu level.
 
-``graph-fold-batchnorm`` → ``convert-graph-to-tm`` → ``tm-lower-mappings`` →
+``graph-canonicalize`` → ``graph-fold-batchnorm`` → ``convert-graph-to-tm`` → ``tm-lower-mappings`` →
 ``convert-tm-to-gpu`` → ``canonicalize`` → ``arith-simplify`` → ``canonicalize`` →
 ``cse``. ``tm-opt model.onnx -p lower-to-cuda -t cuda`` prints the CUDA C of a model.
 """
@@ -18,10 +18,12 @@ from xdsl.transforms.common_subexpression_elimination import CommonSubexpression
 from tmlir.passes.arith_simplify import ArithSimplify
 from tmlir.passes.convert_graph_to_tm import ConvertGraphToTm
 from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu
+from tmlir.passes.graph_canonicalize import GraphCanonicalize
 from tmlir.passes.graph_fold_batchnorm import GraphFoldBatchnorm
 from tmlir.passes.tm_lower_mappings import TmLowerMappings
 
 PIPELINE: tuple[ModulePass, ...] = (
+    GraphCanonicalize(),
     GraphFoldBatchnorm(),
     ConvertGraphToTm(),
     TmLowerMappings(),
