@@ -1,6 +1,7 @@
 """Small random-weight Hugging Face models, exported to ONNX for tmlir's model tests.
 
     make models            # creates .venv-models (torch 2.13.0 CPU, transformers), runs this
+    make full-models       # full-size ResNet-50 and BERT-base into build/models/ (--full)
 
 Each model is built from a `transformers` config scaled down to a few layers of width
 16-64 (the architecture is the real one: bottleneck ResNet, MobileNetV2's inverted
@@ -9,6 +10,12 @@ and exported with PyTorch's default exporter at static shapes. The files are sma
 to commit (`examples/models/*.onnx`); `examples/models/models.json` records how each was
 made and what its inputs hold (token ids need a range), for the tests
 (`tests/test_hf_models.py`).
+
+With `--full`, the models are the full-size ones of the default configs instead:
+ResNet-50 (`ResNetConfig()`, batch 1, 224x224) and BERT-base (`BertConfig()`, batch 1,
+sequence 128), random weights from the same seed, for the compile-time benchmark
+(`benchmarks/model_compile.py`). At 94 and 440 MB they are not committed: they go to the
+git-ignored `build/models/` with a manifest of their own.
 """
 
 from __future__ import annotations
@@ -35,16 +42,18 @@ from transformers import (
 OPSET = 18
 VOCAB = 128
 SEQUENCE = 16
+FULL_SEQUENCE = 128
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def image(size: int) -> dict:
     return {"pixel_values": {"shape": [1, 3, size, size], "dtype": "float32"}}
 
 
-def tokens(*names: str) -> dict:
-    spec = {"input_ids": {"shape": [1, SEQUENCE], "dtype": "int64", "range": [0, VOCAB]}}
+def tokens(*names: str, sequence: int = SEQUENCE, vocab: int = VOCAB) -> dict:
+    spec = {"input_ids": {"shape": [1, sequence], "dtype": "int64", "range": [0, vocab]}}
     if "attention_mask" in names:
-        spec["attention_mask"] = {"shape": [1, SEQUENCE], "dtype": "int64", "range": [1, 2]}
+        spec["attention_mask"] = {"shape": [1, sequence], "dtype": "int64", "range": [1, 2]}
     return spec
 
 
@@ -67,6 +76,14 @@ MODELS = {
         num_attention_heads=2, intermediate_size=64, num_labels=10)), image(32)),
 }
 
+#: Full size (`--full`): the configs' defaults are ResNet-50 and BERT-base.
+FULL_MODELS = {
+    "resnet50": (lambda: ResNetForImageClassification(ResNetConfig()), image(224)),
+    "bert_base": (lambda: BertForSequenceClassification(BertConfig()),
+                  tokens("input_ids", "attention_mask", sequence=FULL_SEQUENCE,
+                         vocab=BertConfig().vocab_size)),
+}
+
 
 def example_inputs(spec: dict) -> tuple[torch.Tensor, ...]:
     generator = torch.Generator().manual_seed(0)
@@ -80,8 +97,8 @@ def example_inputs(spec: dict) -> tuple[torch.Tensor, ...]:
     return tuple(values)
 
 
-def export(name: str, out_dir: Path) -> dict:
-    build, spec = MODELS[name]
+def export(name: str, out_dir: Path, models: dict) -> dict:
+    build, spec = models[name]
     torch.manual_seed(0)
     model = build().eval()
     path = out_dir / f"{name}.onnx"
@@ -94,14 +111,21 @@ def export(name: str, out_dir: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("models"))
+    parser.add_argument("--full", action="store_true",
+                        help=f"make the full-size models ({', '.join(FULL_MODELS)}) instead of the small ones")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output folder (default: examples/models/, or build/models/ with --full)")
     parser.add_argument("names", nargs="*", metavar="NAME",
-                        help=f"models to make (default: all of {', '.join(MODELS)})")
+                        help=f"models to make (default: all of {', '.join(MODELS)}; "
+                             f"with --full, of {', '.join(FULL_MODELS)})")
     args = parser.parse_args()
-    unknown = [n for n in args.names if n not in MODELS]
+    models = FULL_MODELS if args.full else MODELS
+    unknown = [n for n in args.names if n not in models]
     if unknown:
-        parser.error(f"unknown model {unknown[0]!r}; choose from {', '.join(MODELS)}")
-    args.names = args.names or list(MODELS)
+        parser.error(f"unknown model {unknown[0]!r}; choose from {', '.join(models)}")
+    args.names = args.names or list(models)
+    if args.out is None:
+        args.out = ROOT / "build" / "models" if args.full else Path(__file__).with_name("models")
     args.out.mkdir(parents=True, exist_ok=True)
     manifest_path = args.out / "models.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
@@ -109,7 +133,7 @@ def main() -> None:
     manifest["made_with"] = {"torch": torch.__version__, "transformers": transformers.__version__,
                              "opset": OPSET, "exporter": "torch.onnx.export(dynamo=True)"}
     for name in args.names:
-        manifest["models"][name] = export(name, args.out)
+        manifest["models"][name] = export(name, args.out, models)
         print(f"{name}: {manifest['models'][name]['parameters']} parameters -> "
               f"{args.out / manifest['models'][name]['file']}")
     manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
