@@ -70,14 +70,14 @@ class CompareOp(IRDLOperation):
     result = result_def(TensorType)
     traits = traits_def(Pure())
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
-    operand_types: tuple[dtypes.DType, ...] = dtypes.NUMERIC
+    ELEMENT_TYPES: ClassVar[tuple[dtypes.DType, ...]] = dtypes.NUMERIC
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, shape: Sequence[int]) -> None:
         super().__init__(operands=[lhs, rhs], result_types=[TensorType(I1, list(shape))])
 
     def verify_(self) -> None:
         _check_broadcast([("lhs", self.lhs.type), ("rhs", self.rhs.type)], self.result.type)
-        _check_element("lhs", self.lhs.type, self.operand_types)
+        _check_element("lhs", self.lhs.type, self.ELEMENT_TYPES)
         if _element(self.lhs.type) != _element(self.rhs.type):
             raise VerifyException("lhs and rhs must have the same element type")
         _check_element("result", self.result.type, (dtypes.BOOL,))
@@ -86,7 +86,7 @@ class CompareOp(IRDLOperation):
 @irdl_op_definition
 class EqualOp(CompareOp):
     name = "graph.equal"
-    operand_types = dtypes.DTYPES
+    ELEMENT_TYPES: ClassVar[tuple[dtypes.DType, ...]] = dtypes.DTYPES
 
 
 @irdl_op_definition
