@@ -1,9 +1,11 @@
 """Integer and bool tensors end to end: comparisons, logic, Where, IsNaN, Cast, integer
 arithmetic, run-time gathers (Gather, GatherElements, GatherND) and data movement of
 int64/bool tensors, each model compiled and run on emu and compared with onnxruntime
-(exactly for integers and bools, rtol 1e-6 for floats)."""
+(exactly for integers and bools, rtol 1e-6 for floats); their kernels compile to PTX."""
 
 from __future__ import annotations
+
+import shutil
 
 import numpy as np
 import onnx
@@ -12,6 +14,7 @@ from models import run_onnxruntime
 from onnx import TensorProto, helper, numpy_helper
 
 import tmlir
+from tmlir.backends import ptx
 from tmlir.dtypes import DTYPES
 from tmlir.frontends.onnx import FrontendError
 
@@ -253,3 +256,30 @@ def test_errors(nodes, inputs, outputs, message):
     with pytest.raises(FrontendError) as info:
         tmlir.InferenceSession(model(nodes, inputs, outputs))
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize("compiler, arch", [
+    pytest.param("nvcc", "sm_90", marks=pytest.mark.skipif(shutil.which("nvcc") is None,
+                                                          reason="nvcc not on PATH")),
+    pytest.param("nvrtc", "sm_80", marks=pytest.mark.skipif(ptx.nvrtc_version() is None,
+                                                           reason="NVRTC does not load")),
+])
+def test_typed_kernels_compile_to_ptx(compiler, arch):
+    """Every kernel kind of this module's ops, with long long, int and bool pointers."""
+    nodes = [helper.make_node("Gather", ["x", "ids"], ["g"], axis=0),
+             helper.make_node("GatherElements", ["x", "ids32"], ["ge"], axis=1),
+             helper.make_node("GatherND", ["mask", "nd"], ["gn"]),
+             helper.make_node("Cast", ["ids"], ["f"], to=TensorProto.FLOAT),
+             helper.make_node("Less", ["ids", "ids"], ["lt"]),
+             helper.make_node("Xor", ["lt", "mask"], ["xo"]),
+             helper.make_node("Not", ["xo"], ["n"]),
+             helper.make_node("IsNaN", ["x"], ["nan"]),
+             helper.make_node("Where", ["n", "f", "f"], ["w"]),
+             helper.make_node("Div", ["ids32", "ids32"], ["d"]),
+             helper.make_node("Transpose", ["mask"], ["t"])]
+    proto = model(nodes, {"x": (F32, (3, 3)), "ids": (I64, (3, 3)), "ids32": (I32, (3, 3)),
+                          "mask": (BOOL, (3, 3)), "nd": (I64, (2, 2))},
+                  {"g": F32, "ge": F32, "gn": BOOL, "nan": BOOL, "w": F32, "d": I32, "t": BOOL})
+    program = tmlir.InferenceSession(proto).program
+    text = ptx.compile_ptx(program.source, arch, compiler=compiler)
+    assert sorted(ptx.ptx_kernel_names(text)) == sorted(k.signature.name for k in program.kernels)
