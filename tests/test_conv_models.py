@@ -2,9 +2,9 @@
 
 Relative error = max |tmlir - onnxruntime| / max |onnxruntime| < 1e-4 for every output.
 Also: graph-fold-batchnorm leaves one kernel per convolution (the kernel counts below)
-and never changes an existing weight; a ResNet basic block and a MobileNetV2 inverted
-residual; the CUDA C of a model compiles to PTX with nvcc and NVRTC. The exported
-networks of examples/models/ are in test_hf_models.py.
+and never changes an existing weight; a ResNet basic block, a MobileNetV2 inverted
+residual and an Inception v3 block; their CUDA C compiles to PTX with nvcc and NVRTC. The
+exported networks of examples/models/ are in test_hf_models.py.
 """
 
 from __future__ import annotations
@@ -291,6 +291,45 @@ def test_mobilenet_v2_inverted_residual():
                                   "elementwise", "conv2d_implicit_gemm", "elementwise"]
 
 
+def inception_block(channels: int = 16, size: int = 9, c7: int = 8):
+    """Inception v3's 'B/C' block (torchvision's InceptionC): four branches concatenated on
+    the channels -- 1x1; 1x1, 1x7, 7x1 (factorized 7x7); 1x1, 7x1, 1x7, 7x1, 1x7; 3x3
+    average pool (count_include_pad=0, as torchvision exports it), 1x1 -- each conv
+    followed by a BN and a ReLU."""
+    w, nodes, branches = Weights(5), [], []
+
+    def conv_bn_relu(name: str, x: str, c_in: int, c_out: int, kernel: tuple[int, int]) -> str:
+        pads = [kernel[0] // 2, kernel[1] // 2] * 2
+        nodes.extend([
+            helper.make_node("Conv", [x, *w.conv(name, (c_out, c_in, *kernel))], [f"{name}_c"],
+                             pads=pads),
+            helper.make_node("BatchNormalization", [f"{name}_c", *w.bn(f"{name}_bn", c_out)],
+                             [f"{name}_b"]),
+            helper.make_node("Relu", [f"{name}_b"], [f"{name}_r"])])
+        return f"{name}_r"
+
+    branches.append(conv_bn_relu("b1", "x", channels, 12, (1, 1)))
+    t = conv_bn_relu("b7_1", "x", channels, c7, (1, 1))
+    t = conv_bn_relu("b7_2", t, c7, c7, (1, 7))
+    branches.append(conv_bn_relu("b7_3", t, c7, 12, (7, 1)))
+    t = conv_bn_relu("d_1", "x", channels, c7, (1, 1))
+    for k, kernel in enumerate([(7, 1), (1, 7), (7, 1)]):
+        t = conv_bn_relu(f"d_{k + 2}", t, c7, c7, kernel)
+    branches.append(conv_bn_relu("d_5", t, c7, 12, (1, 7)))
+    nodes.append(helper.make_node("AveragePool", ["x"], ["pool"], kernel_shape=[3, 3],
+                                  pads=[1, 1, 1, 1], count_include_pad=0))
+    branches.append(conv_bn_relu("bp", "pool", channels, 12, (1, 1)))
+    nodes.append(helper.make_node("Concat", branches, ["y"], axis=1))
+    return make_model(nodes, {"x": (1, channels, size, size)}, {"y": (1, 48, size, size)},
+                      w.arrays)
+
+
+def test_inception_v3_block():
+    session = check(inception_block())
+    assert templates(session).count("conv2d_implicit_gemm") == 10  # every BN folded
+    assert templates(session).count("pool") == 1 and templates(session)[-1] == "data_movement"
+
+
 @pytest.mark.parametrize("compiler, arch", [
     pytest.param("nvcc", "sm_90", marks=pytest.mark.skipif(shutil.which("nvcc") is None,
                                                           reason="nvcc not on PATH")),
@@ -298,7 +337,7 @@ def test_mobilenet_v2_inverted_residual():
                                                            reason="NVRTC does not load")),
 ])
 def test_models_compile_to_ptx(compiler, arch):
-    for model in (resnet_basic_block(downsample=True), inverted_residual()):
+    for model in (resnet_basic_block(downsample=True), inverted_residual(), inception_block()):
         program = tmlir.InferenceSession(model, device="emu").program
         text = compile_ptx(program.source, arch, compiler=compiler)
         assert sorted(ptx_kernel_names(text)) == sorted(k.signature.name for k in program.kernels)
