@@ -71,12 +71,9 @@ def _int_property(value: int) -> IntegerAttr:
     return IntegerAttr(value, i64)
 
 
-@irdl_op_definition
-class TakeOp(_IndexedOp):
-    """``result[a..., i..., c...] = input[a..., indices[i...], c...]`` with ``a`` the dims
-    before ``axis`` (ONNX ``Gather``)."""
+class _AxisIndexedOp(_IndexedOp):
+    """An indexed op along one ``axis`` of its input."""
 
-    name = "graph.take"
     axis = prop_def(IntegerAttr)
 
     def __init__(self, input: SSAValue, indices: SSAValue, axis: int,
@@ -88,41 +85,41 @@ class TakeOp(_IndexedOp):
     def axis_value(self) -> int:
         return self.axis.value.data
 
+    def check_axis(self, rank: int) -> int:
+        axis = self.axis_value
+        if not 0 <= axis < rank:
+            raise VerifyException(f"axis {axis} is out of range for rank {rank}")
+        return axis
+
+
+@irdl_op_definition
+class TakeOp(_AxisIndexedOp):
+    """``result[a..., i..., c...] = input[a..., indices[i...], c...]`` with ``a`` the dims
+    before ``axis`` (ONNX ``Gather``)."""
+
+    name = "graph.take"
+
     def verify_(self) -> None:
         data, indices, out = self.shapes()
-        axis = self.axis_value
-        if not 0 <= axis < len(data):
-            raise VerifyException(f"axis {axis} is out of range for rank {len(data)}")
+        axis = self.check_axis(len(data))
         if data[axis] == 0 and math.prod(indices) > 0:
             raise VerifyException(f"cannot take from axis {axis} of extent 0")
         _check_result(out, [*data[:axis], *indices, *data[axis + 1:]])
 
 
 @irdl_op_definition
-class TakeAlongAxisOp(_IndexedOp):
+class TakeAlongAxisOp(_AxisIndexedOp):
     """``result[i] = input[i with i[axis] = indices[i]]``; the result has the indices'
     shape, which matches the input's in every dim but ``axis`` (ONNX ``GatherElements``)."""
 
     name = "graph.take_along_axis"
-    axis = prop_def(IntegerAttr)
-
-    def __init__(self, input: SSAValue, indices: SSAValue, axis: int,
-                 result_type: Attribute) -> None:
-        super().__init__(operands=[input, indices], result_types=[result_type],
-                         properties={"axis": _int_property(axis)})
-
-    @property
-    def axis_value(self) -> int:
-        return self.axis.value.data
 
     def verify_(self) -> None:
         data, indices, out = self.shapes()
-        axis = self.axis_value
         if len(indices) != len(data):
             raise VerifyException(f"indices must have the input's rank {len(data)}, "
                                   f"got {len(indices)}")
-        if not 0 <= axis < len(data):
-            raise VerifyException(f"axis {axis} is out of range for rank {len(data)}")
+        axis = self.check_axis(len(data))
         if any(n != m for d, (n, m) in enumerate(zip(data, indices)) if d != axis):
             raise VerifyException(f"indices shape {list(indices)} must match input shape "
                                   f"{list(data)} outside axis {axis}")

@@ -62,15 +62,16 @@ def _check_broadcast(operands: Sequence[tuple[str, Attribute]], result: Attribut
                               f"{list(expected)}")
 
 
-class CompareOp(IRDLOperation):
-    """``lhs <predicate> rhs`` elementwise, with numpy broadcasting; an ``i1`` result."""
+class _BinaryMaskOp(IRDLOperation):
+    """``lhs <op> rhs`` elementwise with numpy broadcasting: operands of one element type
+    among ``ELEMENT_TYPES``, an ``i1`` result."""
 
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
-    ELEMENT_TYPES: ClassVar[tuple[dtypes.DType, ...]] = dtypes.NUMERIC
+    ELEMENT_TYPES: ClassVar[tuple[dtypes.DType, ...]] = dtypes.DTYPES
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, shape: Sequence[int]) -> None:
         super().__init__(operands=[lhs, rhs], result_types=[TensorType(I1, list(shape))])
@@ -81,6 +82,12 @@ class CompareOp(IRDLOperation):
         if _element(self.lhs.type) != _element(self.rhs.type):
             raise VerifyException("lhs and rhs must have the same element type")
         _check_element("result", self.result.type, (dtypes.BOOL,))
+
+
+class CompareOp(_BinaryMaskOp):
+    """``lhs <predicate> rhs`` of two numeric tensors (``equal``: bools too)."""
+
+    ELEMENT_TYPES: ClassVar[tuple[dtypes.DType, ...]] = dtypes.NUMERIC
 
 
 @irdl_op_definition
@@ -109,23 +116,10 @@ class GreaterEqualOp(CompareOp):
     name = "graph.greater_equal"
 
 
-class LogicalOp(IRDLOperation):
+class LogicalOp(_BinaryMaskOp):
     """Boolean ``lhs <op> rhs`` of two ``i1`` tensors, with numpy broadcasting."""
 
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
-
-    def __init__(self, lhs: SSAValue, rhs: SSAValue, shape: Sequence[int]) -> None:
-        super().__init__(operands=[lhs, rhs], result_types=[TensorType(I1, list(shape))])
-
-    def verify_(self) -> None:
-        _check_broadcast([("lhs", self.lhs.type), ("rhs", self.rhs.type)], self.result.type)
-        for what, type in (("lhs", self.lhs.type), ("rhs", self.rhs.type),
-                           ("result", self.result.type)):
-            _check_element(what, type, (dtypes.BOOL,))
+    ELEMENT_TYPES: ClassVar[tuple[dtypes.DType, ...]] = (dtypes.BOOL,)
 
 
 @irdl_op_definition
