@@ -429,6 +429,13 @@ class _GraphImporter(ReductionConverters, DataMovementConverters, ConvConverters
                 raise FrontendError(f"{self.label}: input '{name}' is {dtypes.onnx_name(code)}, "
                                     f"but {node.op_type} takes {names} there")
 
+    def same_dtype(self, lhs: SSAValue, rhs: SSAValue, what: str = "the inputs") -> None:
+        """A FrontendError unless the two tensors have one element type."""
+        types = [v.type.get_element_type() for v in (lhs, rhs)]  # type: ignore[attr-defined]
+        if types[0] != types[1]:
+            raise FrontendError(f"{self.label}: {what} have different dtypes "
+                                f"({types[0]} and {types[1]})")
+
     def value(self, name: str) -> SSAValue:
         """The SSA value of an ONNX value name; an initializer becomes a weight on first use."""
         if name not in self.values:
@@ -509,9 +516,7 @@ class _GraphImporter(ReductionConverters, DataMovementConverters, ConvConverters
         if node.op_type == "Pow" and rhs.type.get_element_type() != lhs.type.get_element_type():
             # an integer exponent (INPUT_DTYPES): computed in float, as ONNX's Pow does
             rhs = self.append(graph.CastOp(rhs, lhs.type.get_element_type()), f"{node.input[1]}_f")
-        elif lhs.type.get_element_type() != rhs.type.get_element_type():
-            raise FrontendError(f"{self.label}: the inputs have different dtypes "
-                                f"({lhs.type.get_element_type()} and {rhs.type.get_element_type()})")
+        self.same_dtype(lhs, rhs)
         self.define(node.output[0], _BINARY[node.op_type](lhs, rhs, self.result_type(node)))
 
     def unary(self, node: NodeProto) -> None:

@@ -67,10 +67,7 @@ class LogicConverters:
     def comparison(self, node: NodeProto) -> None:
         self.attributes(node)
         lhs, rhs = self.inputs(node, 2)
-        if lhs.type.get_element_type() != rhs.type.get_element_type():
-            raise FrontendError(f"{self.label}: the inputs have different dtypes "
-                                f"({lhs.type.get_element_type()} and "
-                                f"{rhs.type.get_element_type()})")
+        self.same_dtype(lhs, rhs)
         shape = self.result_type(node).get_shape()
         self.define(node.output[0], _COMPARISONS[node.op_type](lhs, rhs, shape))
 
@@ -93,10 +90,7 @@ class LogicConverters:
     def where(self, node: NodeProto) -> None:
         self.attributes(node)
         condition, lhs, rhs = self.inputs(node, 3)
-        if lhs.type.get_element_type() != rhs.type.get_element_type():
-            raise FrontendError(f"{self.label}: X and Y have different dtypes "
-                                f"({lhs.type.get_element_type()} and "
-                                f"{rhs.type.get_element_type()})")
+        self.same_dtype(lhs, rhs, "X and Y")
         self.define(node.output[0], graph.WhereOp(condition, lhs, rhs, self.result_type(node)))
 
     def cast(self, node: NodeProto) -> None:

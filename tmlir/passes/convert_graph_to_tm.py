@@ -50,8 +50,9 @@ from tmlir.schedules.reduction_ops import reduction_kernel
 def buffer_type(type: TensorType) -> MemRefType:
     """The buffer of a tensor (rank-0 tensors are stored as one element)."""
     if dtypes.from_ir(type.get_element_type()) is None:
+        supported = ", ".join(str(d.ir) for d in dtypes.DTYPES)
         raise PassFailedException(f"convert-graph-to-tm: unsupported element type in {type} "
-                                  f"(supported: f32, i64, i32, i1)")
+                                  f"(supported: {supported})")
     return MemRefType(type.get_element_type(), type.get_shape() or (1,))
 
 
@@ -70,8 +71,7 @@ class _Lowering:
     def view(self, buffer: SSAValue, value: SSAValue) -> SSAValue:
         """The memory of `buffer` as the buffer of tensor `value`: `buffer` itself or the
         ``tm.view`` of the buffer it views (no chains of views)."""
-        if isinstance(buffer.owner, tm.ViewOp):
-            buffer = buffer.owner.source
+        buffer = _root(buffer)
         wanted = buffer_type(value.type)
         if buffer.type == wanted:
             return buffer
@@ -147,6 +147,7 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int]) -> None:
         if isinstance(op, graph.ReshapeOp):
             buffers[result] = state.view(buffers[op.input], result)
             continue
+        _check_element_types(op)
         dests = []  # one buffer per result (graph.layer_norm may have three)
         for value in op.results:
             dest = destination.get(value)
@@ -159,7 +160,6 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int]) -> None:
             dests.append(dest)
         dest = dests[0]
         operands = [buffers[o] for o in op.operands]
-        _check_element_types(op)
         if isinstance(op, graph.MatmulOp):
             problem = MatmulProblem(
                 tuple(operands[0].type.get_shape()), tuple(operands[1].type.get_shape()),
