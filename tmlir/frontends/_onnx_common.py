@@ -1,8 +1,16 @@
-"""What the ONNX frontend's modules share: its error type and SSA name hints."""
+"""What the ONNX frontend's modules share: its error type, one-line messages, the tensor
+types of ONNX values and SSA name hints."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+import onnx
+from onnx import TensorShapeProto
+from xdsl.dialects.builtin import TensorType
+
+from tmlir import dtypes
 
 
 class FrontendError(ValueError):
@@ -20,3 +28,48 @@ def sanitize_name(name: str) -> str | None:
     if not hint:
         return None
     return f"v{hint}" if hint[0].isdigit() else hint
+
+
+def one_line(exc: BaseException) -> str:
+    """The message of `exc` on one line (its type name if it has none)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def static_type(
+    elem_type: int, dims: Sequence[int | TensorShapeProto.Dimension] | None, what: str
+) -> TensorType:
+    """The tensor type of a value, or a FrontendError saying why there is none."""
+    dtype = dtypes.from_onnx(elem_type)
+    if dtype is None:
+        raise FrontendError(f"{what}: unsupported dtype {dtypes.onnx_name(elem_type)} "
+                            f"(supported: {dtypes.SUPPORTED_NAMES})")
+    if dims is None:
+        raise FrontendError(f"{what}: shape is unknown; only static shapes are supported")
+    shape = []
+    for i, dim in enumerate(dims):
+        if isinstance(dim, int) or dim.HasField("dim_value"):
+            shape.append(dim if isinstance(dim, int) else dim.dim_value)
+        else:
+            param = f"'{dim.dim_param}'" if dim.HasField("dim_param") else "(unnamed)"
+            raise FrontendError(f"{what}: dynamic dimension {param} is not supported (dim {i})")
+    return TensorType(dtype.ir, shape)
+
+
+def value_type(infos: dict[str, onnx.ValueInfoProto], name: str, what: str) -> TensorType:
+    """The tensor type of value `name` as shape inference recorded it in `infos`, or a
+    FrontendError naming `what` (not a tensor, unknown, unsupported dtype, dynamic)."""
+    info = infos.get(name)
+    kind = info.type.WhichOneof("value") if info is not None else None
+    if kind not in (None, "tensor_type"):
+        raise FrontendError(f"{what}: {type_kind(kind)}, not a tensor (only tensors are supported)")
+    if info is None or kind is None:
+        raise FrontendError(f"{what}: type is unknown (shape inference could not determine it)")
+    tensor = info.type.tensor_type
+    return static_type(tensor.elem_type,
+                       tensor.shape.dim if tensor.HasField("shape") else None, what)
+
+
+def type_kind(kind: str) -> str:
+    """``sequence_type`` -> ``a sequence``, ``optional_type`` -> ``an optional``."""
+    word = kind.removesuffix("_type").replace("_", " ")
+    return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"

@@ -6,10 +6,11 @@ Initializers and ``Constant`` nodes become ``graph.weight "<name>"`` ops, emitte
 use, whose arrays go to ``ImportedModel.weights``: the IR text never holds tensor data.
 Computations on constants and static shapes (``Shape → Gather → Concat``, a ``Transpose``
 of a weight) are folded first (``tmlir.frontends.onnx_fold``), so their ops need no
-importer. Every shape comes from ``onnx.shape_inference`` (strict mode) and must be static; the only
-element type is float32. A model this importer cannot take (unsupported op, attribute,
-dtype, dynamic shape, unreadable file) raises a one-line ``FrontendError`` naming the node
-or value at fault.
+importer. Every shape comes from ``onnx.shape_inference`` (strict mode, ``onnx_model.py``)
+and must be static; element types are float32, int64, int32 and bool (``tmlir.dtypes``),
+each op's inputs limited by ``INPUT_DTYPES``. A model this importer cannot take
+(unsupported op, attribute, dtype, dynamic shape, unreadable file) raises a one-line
+``FrontendError`` naming the node or value at fault.
 
     tm-opt model.onnx            # prints the graph IR
     import_onnx("model.onnx")    # ImportedModel(module, weights, input_names, output_names)
@@ -19,13 +20,12 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
-from onnx import AttributeProto, NodeProto, TensorProto, TensorShapeProto, numpy_helper
+from onnx import AttributeProto, NodeProto, TensorProto, numpy_helper
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -36,11 +36,23 @@ from tmlir.dialects import graph
 from tmlir.frontends import onnx_conv as conv
 from tmlir.frontends import onnx_data_movement as data_movement
 from tmlir.frontends import onnx_logic as logic
-from tmlir.frontends._onnx_common import FrontendError, sanitize_name
+from tmlir.frontends._onnx_common import (  # noqa: F401  (FrontendError re-exported)
+    FrontendError,
+    one_line,
+    sanitize_name,
+    static_type,
+    value_type,
+)
 from tmlir.frontends.onnx_conv import ConvConverters
 from tmlir.frontends.onnx_data_movement import DataMovementConverters
 from tmlir.frontends.onnx_fold import fold_constants
 from tmlir.frontends.onnx_logic import LogicConverters
+from tmlir.frontends.onnx_model import (  # noqa: F401  (load_model, declared_inputs re-exported)
+    declared_inputs,
+    infer_shapes,
+    load_model,
+    specialize,
+)
 from tmlir.frontends.onnx_reductions import ATTRIBUTES as REDUCTION_ATTRIBUTES
 from tmlir.frontends.onnx_reductions import CHOICES as REDUCTION_CHOICES
 from tmlir.frontends.onnx_reductions import CONSTANT_INPUTS as REDUCTION_CONSTANT_INPUTS
@@ -134,48 +146,6 @@ class ImportedModel:
     output_names: list[str]
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
-def _static_type(
-    elem_type: int, dims: Sequence[int | TensorShapeProto.Dimension] | None, what: str
-) -> TensorType:
-    """The tensor type of a value, or a FrontendError saying why there is none."""
-    dtype = dtypes.from_onnx(elem_type)
-    if dtype is None:
-        raise FrontendError(f"{what}: unsupported dtype {dtypes.onnx_name(elem_type)} "
-                            f"(supported: {dtypes.SUPPORTED_NAMES})")
-    if dims is None:
-        raise FrontendError(f"{what}: shape is unknown; only static shapes are supported")
-    shape = []
-    for i, dim in enumerate(dims):
-        if isinstance(dim, int) or dim.HasField("dim_value"):
-            shape.append(dim if isinstance(dim, int) else dim.dim_value)
-        else:
-            param = f"'{dim.dim_param}'" if dim.HasField("dim_param") else "(unnamed)"
-            raise FrontendError(f"{what}: dynamic dimension {param} is not supported (dim {i})")
-    return TensorType(dtype.ir, shape)
-
-
-def _value_type(infos: dict[str, onnx.ValueInfoProto], name: str, what: str) -> TensorType:
-    info = infos.get(name)
-    kind = info.type.WhichOneof("value") if info is not None else None
-    if kind not in (None, "tensor_type"):
-        raise FrontendError(f"{what}: {_type_kind(kind)}, not a tensor (only tensors are supported)")
-    if info is None or kind is None:
-        raise FrontendError(f"{what}: type is unknown (shape inference could not determine it)")
-    tensor = info.type.tensor_type
-    return _static_type(tensor.elem_type,
-                        tensor.shape.dim if tensor.HasField("shape") else None, what)
-
-
-def _type_kind(kind: str) -> str:
-    """``sequence_type`` -> ``a sequence``, ``optional_type`` -> ``an optional``."""
-    word = kind.removesuffix("_type").replace("_", " ")
-    return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
-
-
 def _node_label(node: NodeProto, index: int) -> str:
     op = node.op_type if node.domain in _DEFAULT_DOMAINS else f"{node.domain}.{node.op_type}"
     return f"node '{node.name}' ({op})" if node.name else f"node #{index} ({op})"
@@ -203,82 +173,8 @@ def _attributes(node: NodeProto, label: str) -> dict[str, object]:
     return found
 
 
-def _load(model: onnx.ModelProto | bytes | str | os.PathLike[str],
-          source: str | None) -> onnx.ModelProto:
-    if isinstance(model, onnx.ModelProto):
-        return model
-    is_bytes = isinstance(model, bytes | bytearray)
-    where = (source or "<bytes>") if is_bytes else os.fspath(model)
-    try:
-        proto = onnx.load_model_from_string(bytes(model)) if is_bytes else onnx.load(where)
-    except Exception as exc:  # DecodeError, OSError, missing external data
-        raise FrontendError(f"cannot parse ONNX model from '{where}': {_one_line(exc)}") from exc
-    if not proto.HasField("graph"):
-        raise FrontendError(f"cannot parse ONNX model from '{where}': not an ONNX model "
-                            "(it has no graph)")
-    return proto
-
-
-def load_model(model: onnx.ModelProto | bytes | str | os.PathLike[str],
-               source: str | None = None) -> onnx.ModelProto:
-    """The ModelProto of a model given as one, as serialized bytes or as a file path."""
-    return _load(model, source)
-
-
-Dim = int | str | None
-"""A declared dimension: its size, the name of a symbolic one (``"batch"``), or None."""
-
-
-def declared_inputs(model: onnx.ModelProto) -> list[tuple[str, tuple[Dim, ...] | None]]:
-    """The model's inputs (initializers excluded) and their declared dims (None: no shape)."""
-    initializers = {t.name for t in model.graph.initializer}
-    inputs = []
-    for value in model.graph.input:
-        if value.name in initializers:
-            continue
-        tensor = value.type.tensor_type
-        dims = None
-        if value.type.HasField("tensor_type") and tensor.HasField("shape"):
-            dims = tuple(d.dim_value if d.HasField("dim_value")
-                         else d.dim_param if d.HasField("dim_param") else None
-                         for d in tensor.shape.dim)
-        inputs.append((value.name, dims))
-    return inputs
-
-
-def _specialize(proto: onnx.ModelProto, shapes: Mapping[str, Sequence[int]]) -> onnx.ModelProto:
-    """A copy of `proto` whose inputs named in `shapes` have those static dims."""
-    declared = dict(declared_inputs(proto))
-    kinds = {v.name: v.type.WhichOneof("value") for v in proto.graph.input}
-    for name, shape in shapes.items():
-        if name not in declared:
-            raise FrontendError(f"input shape given for '{name}', which is not a model input "
-                                f"(inputs: {', '.join(declared) or 'none'})")
-        if kinds[name] != "tensor_type":
-            kind = _type_kind(kinds[name]) if kinds[name] else "of unknown type"
-            raise FrontendError(f"input '{name}': {kind}, not a tensor (only tensors are supported)")
-        dims = declared[name]
-        shape = tuple(int(d) for d in shape)
-        if any(d < 0 for d in shape):
-            raise FrontendError(f"input '{name}': shape {list(shape)} has a negative dimension")
-        if dims is not None and (len(dims) != len(shape) or any(
-                isinstance(d, int) and d > 0 and d != n for d, n in zip(dims, shape))):
-            pretty = [d if d is not None else "?" for d in dims]
-            raise FrontendError(f"input '{name}': shape {list(shape)} does not match the "
-                                f"declared shape {pretty}")
-    specialized = onnx.ModelProto()
-    specialized.CopyFrom(proto)
-    for value in specialized.graph.input:
-        if value.name in shapes:
-            tensor_shape = value.type.tensor_type.shape
-            tensor_shape.ClearField("dim")
-            for n in shapes[value.name]:
-                tensor_shape.dim.add().dim_value = int(n)
-    return specialized
-
-
 def _initializer_type(tensor: TensorProto) -> TensorType:
-    return _static_type(tensor.data_type, tensor.dims, f"initializer '{tensor.name}'")
+    return static_type(tensor.data_type, tensor.dims, f"initializer '{tensor.name}'")
 
 
 def _check_graph(graph_proto: onnx.GraphProto) -> None:
@@ -290,7 +186,7 @@ def _check_graph(graph_proto: onnx.GraphProto) -> None:
     initializers = {t.name: t for t in graph_proto.initializer}
     infos = {i.name: i for i in graph_proto.input}
     for name in [n for n in infos if n not in initializers]:
-        _value_type(infos, name, f"input '{name}'")
+        value_type(infos, name, f"input '{name}'")
     defined = set(infos) | set(initializers)
     consumed = {n for node in graph_proto.node for n in node.input} | {
         o.name for o in graph_proto.output}
@@ -320,55 +216,13 @@ def _check_graph(graph_proto: onnx.GraphProto) -> None:
                 raise FrontendError(f"{label}: value '{output}' is defined twice")
             defined.add(output)
         if isinstance(value := attributes.get("value"), TensorProto):
-            _static_type(value.data_type, value.dims, f"{label}: value '{node.output[0]}'")
+            static_type(value.data_type, value.dims, f"{label}: value '{node.output[0]}'")
     for output in graph_proto.output:
         if output.name in initializers:
             _initializer_type(initializers[output.name])
         elif output.name not in defined:
             raise FrontendError(f"output '{output.name}' is not produced by any node, "
                                 "graph input or initializer")
-
-
-MAX_INFERENCE_CONSTANT = 4096
-"""Initializers of more elements are given to shape inference as typed inputs, without
-their data: inference reads the values of shape-like constants only, and serializing a
-model's weights into it dominated the import of large models (BERT-base: 10 of 12 s)."""
-
-
-def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
-    """Every value's type inferred (strict mode) into `proto`'s ``value_info`` and outputs,
-    in place; `proto` is returned. A failure is a one-line FrontendError (`proto` unchanged).
-
-    Inference runs on a light copy: initializers of more than MAX_INFERENCE_CONSTANT
-    elements become typed graph inputs there, without their data."""
-    graph_proto = proto.graph
-    small = [t for t in graph_proto.initializer if math.prod(t.dims) <= MAX_INFERENCE_CONSTANT]
-    large = [t for t in graph_proto.initializer if math.prod(t.dims) > MAX_INFERENCE_CONSTANT]
-    light = onnx.ModelProto(ir_version=proto.ir_version, opset_import=proto.opset_import,
-                            functions=proto.functions)
-    for field in ("node", "input", "output", "value_info", "sparse_initializer"):
-        getattr(light.graph, field).extend(getattr(graph_proto, field))
-    light.graph.initializer.extend(small)
-    declared = {i.name for i in graph_proto.input}
-    light.graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, t.dims)
-                             for t in large if t.name not in declared)
-    inferred = _run_shape_inference(light)
-    for field in ("value_info", "output"):
-        graph_proto.ClearField(field)
-        getattr(graph_proto, field).extend(getattr(inferred.graph, field))
-    return proto
-
-
-def _run_shape_inference(proto: onnx.ModelProto) -> onnx.ModelProto:
-    try:
-        return onnx.shape_inference.infer_shapes(proto, strict_mode=True)
-    except Exception as exc:  # InferenceError, ValidationError: one line per failing node
-        lines = str(exc).replace("[ShapeInferenceError] Inference error(s): ", "").splitlines()
-        first = lines[0].strip() if lines else type(exc).__name__
-        match = re.match(r"\(op_type:(\w+), node name: ([^)]*)\): (?:\[\w+\] )?(.*)", first)
-        if match:
-            first = "node '{1}' ({0}): {2}".format(*match.groups())
-        raise FrontendError(f"shape inference failed: {first}") from exc
 
 
 class _GraphImporter(ReductionConverters, DataMovementConverters, ConvConverters,
@@ -389,7 +243,7 @@ class _GraphImporter(ReductionConverters, DataMovementConverters, ConvConverters
     def run(self) -> tuple[func.FuncOp, list[str]]:
         inputs = [i.name for i in self.graph.input if i.name not in self.initializers]
         for name in inputs:
-            arg_type = _value_type(self.infos, name, f"input '{name}'")
+            arg_type = value_type(self.infos, name, f"input '{name}'")
             arg = self.block.insert_arg(arg_type, len(self.block.args))
             arg.name_hint = sanitize_name(name)
             self.values[name] = arg
@@ -447,7 +301,7 @@ class _GraphImporter(ReductionConverters, DataMovementConverters, ConvConverters
             return numpy_helper.to_array(self.initializers[name], self.base_dir)
         except Exception as exc:  # e.g. external data that was not loaded
             raise FrontendError(f"initializer '{name}': cannot read its data: "
-                                f"{_one_line(exc)}") from exc
+                                f"{one_line(exc)}") from exc
 
     def add_weight(self, name: str, array: np.ndarray) -> None:
         """A ``graph.weight`` for `array`, whose dtype _check_graph made sure is supported."""
@@ -469,7 +323,7 @@ class _GraphImporter(ReductionConverters, DataMovementConverters, ConvConverters
         try:
             op.verify()
         except VerifyException as exc:
-            raise FrontendError(f"{self.label}: {_one_line(exc)}") from exc
+            raise FrontendError(f"{self.label}: {one_line(exc)}") from exc
         return op.results[0]
 
     def attributes(self, node: NodeProto) -> dict[str, object]:
@@ -478,7 +332,7 @@ class _GraphImporter(ReductionConverters, DataMovementConverters, ConvConverters
 
     def result_type(self, node: NodeProto) -> TensorType:
         name = node.output[0]
-        return _value_type(self.infos, name, f"{self.label}: output '{name}'")
+        return value_type(self.infos, name, f"{self.label}: output '{name}'")
 
     def inputs(self, node: NodeProto, required: int, optional: int = 0) -> list[SSAValue | None]:
         """The node's operands; missing optional ones (absent or ``""``) are None."""
@@ -636,14 +490,14 @@ def import_onnx(
     """
     if source is None and isinstance(model, str | os.PathLike):
         source = os.fspath(model)
-    proto = _load(model, source)
+    proto = load_model(model, source)
     if input_shapes:
-        proto = _specialize(proto, input_shapes)  # a copy
+        proto = specialize(proto, input_shapes)  # a copy
     elif proto is model:  # the caller's ModelProto: shape inference writes into it
         proto = onnx.ModelProto()
         proto.CopyFrom(model)
     try:
-        inferred = _infer_shapes(proto)
+        inferred = infer_shapes(proto)
     except FrontendError:
         _check_graph(proto.graph)  # an unsupported op explains a failure best
         raise
@@ -652,7 +506,7 @@ def import_onnx(
     nodes = len(inferred.graph.node)
     fold_constants(inferred, in_place=True)  # a copy of the caller's model, or one of ours
     if len(inferred.graph.node) != nodes:
-        _infer_shapes(inferred)
+        infer_shapes(inferred)
     _check_graph(inferred.graph)
     opset = max((o.version for o in inferred.opset_import if o.domain in _DEFAULT_DOMAINS),
                 default=1)
@@ -664,6 +518,6 @@ def import_onnx(
     try:
         module.verify()
     except VerifyException as exc:  # each op was verified as it was built: not expected
-        raise FrontendError(f"imported module does not verify: {_one_line(exc)}") from exc
+        raise FrontendError(f"imported module does not verify: {one_line(exc)}") from exc
     return ImportedModel(module, importer.weights, input_names,
                          [o.name for o in proto.graph.output])

@@ -36,7 +36,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from tmlir import dtypes
 from tmlir.dialects import graph
-from tmlir.frontends._onnx_common import FrontendError, sanitize_name
+from tmlir.frontends._onnx_common import FrontendError, sanitize_name, value_type
 
 _INT, _INTS = AttributeProto.INT, AttributeProto.INTS
 _FLOAT, _STRING = AttributeProto.FLOAT, AttributeProto.STRING
@@ -260,9 +260,7 @@ class DataMovementConverters:
 
     def result_type_of(self, name: str) -> TensorType:
         """The inferred type of output `name` of the current node."""
-        from tmlir.frontends.onnx import _value_type
-
-        return _value_type(self.infos, name, f"{self.label}: output '{name}'")
+        return value_type(self.infos, name, f"{self.label}: output '{name}'")
 
     def slice(self, node: NodeProto) -> None:
         """``graph.slice`` with ONNX's clamping: negative starts and ends count from the end;
@@ -313,10 +311,8 @@ class DataMovementConverters:
     def check_inferred(self, node: NodeProto, result_type: TensorType) -> None:
         """`result_type` (computed here) agrees with what shape inference found, if it
         found a static shape."""
-        from tmlir.frontends.onnx import _value_type
-
         try:
-            inferred = _value_type(self.infos, node.output[0], "")
+            inferred = value_type(self.infos, node.output[0], "")
         except FrontendError:
             return
         if inferred != result_type:
