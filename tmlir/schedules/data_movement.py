@@ -94,14 +94,14 @@ def data_movement_kernel(
     return kernel
 
 
-def _at(indices: Sequence[Index]) -> list[Index]:
+def buffer_indices(indices: Sequence[Index]) -> list[Index]:
     """Indices of a buffer: a rank-0 tensor's buffer has one element."""
     return list(indices) or [0]
 
 
 def _copy(b: IRBuilder, x: SSAValue, src: Sequence[Index], out: SSAValue,
           dst: Sequence[Index]) -> None:
-    b.store(b.load(x, _at(src), name="v"), out, _at(dst))
+    b.store(b.load(x, buffer_indices(src), name="v"), out, buffer_indices(dst))
 
 
 def _csv(values: Sequence[int]) -> str:
@@ -242,7 +242,7 @@ def pad_kernel(name: str, in_shape: Sequence[int], pads: Sequence[int], mode: st
                     for c, (begin, _) in zip(i, pairs)]
 
         v = _load_or(b, inside, xs[0], source, value)
-        b.store(v, outs[0], _at(i))
+        b.store(v, outs[0], buffer_indices(i))
 
     info: dict[str, int | str] = {"mode": mode, "pads": _csv(pads)}
     return data_movement_kernel(name, "pad", [in_shape], [out_shape], out_shape, body, info,
@@ -271,10 +271,10 @@ def _load_or(b: IRBuilder, condition: SSAValue | None, buffer: SSAValue,
     """``buffer[indices()]`` where `condition` holds (indices computed there), else
     `fill`."""
     if condition is None:
-        return b.load(buffer, _at(indices()), name="v")
+        return b.load(buffer, buffer_indices(indices()), name="v")
     then, other = Block(), Block()
     with b.at(then):
-        b.insert(scf.YieldOp(b.load(buffer, _at(indices()))))
+        b.insert(scf.YieldOp(b.load(buffer, buffer_indices(indices()))))
     element = buffer.type.element_type  # type: ignore[attr-defined]
     with b.at(other):
         b.insert(scf.YieldOp(b.constant(fill, element)))
@@ -335,7 +335,7 @@ def split_kernel(name: str, in_shape: Sequence[int], out_shapes: Sequence[Sequen
     extents = [s[axis] for s in out_shapes]
 
     def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
-        v = b.load(xs[0], _at(i), name="v")
+        v = b.load(xs[0], buffer_indices(i), name="v")
         for k, offset, condition in _segments(b, i[axis], extents):
             def fill(k: int = k, offset: int = offset) -> None:
                 b.store(v, outs[k], [*i[:axis], b.sub(i[axis], offset), *i[axis + 1:]])
@@ -405,7 +405,7 @@ def resize_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
 
         def blend(level: int, at: list[Index]) -> SSAValue:
             if level == len(blends):
-                return b.load(xs[0], _at(at), name="v")
+                return b.load(xs[0], buffer_indices(at), name="v")
             d, low, high, weight = blends[level]
             v0 = blend(level + 1, [*at[:d], low, *at[d + 1:]])
             v1 = blend(level + 1, [*at[:d], high, *at[d + 1:]])
@@ -413,7 +413,7 @@ def resize_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
             return b.fop(arith.AddfOp, b.fop(arith.MulfOp, v0, one_minus),
                          b.fop(arith.MulfOp, v1, weight))
 
-        b.store(blend(0, j), outs[0], _at(i))
+        b.store(blend(0, j), outs[0], buffer_indices(i))
 
     info: dict[str, int | str] = {"mode": mode, "coordinate_transformation_mode": ctm}
     if mode == "nearest":

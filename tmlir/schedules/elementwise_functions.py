@@ -150,6 +150,13 @@ UNARY: dict[type[Operation], UnaryFunction] = {
     graph.GeluOp: _gelu,
     graph.ClipOp: _clip,
 }
+def _int_select(b: IRBuilder, predicate: str, lhs: SSAValue, rhs: SSAValue, then: SSAValue,
+                otherwise: SSAValue) -> SSAValue:
+    """``lhs <predicate> rhs ? then : otherwise`` on integers (signed predicates)."""
+    condition = b.insert(arith.CmpiOp(lhs, rhs, predicate)).results[0]
+    return b.fop(arith.SelectOp, condition, then, otherwise)
+
+
 #: Integer versions of the functions that ONNX defines on integers too (``Neg``, ``Abs``,
 #: ``Add``, ``Sub``, ``Mul``, ``Div``, ``Max``, ``Min``, ``Sum``), keyed like the float ones.
 INTEGER_UNARY: dict[type[Operation], UnaryFunction] = {
@@ -157,12 +164,6 @@ INTEGER_UNARY: dict[type[Operation], UnaryFunction] = {
     graph.AbsOp: lambda b, x, _: _int_select(
         b, "slt", x, b.constant(0, x.type), b.fop(arith.SubiOp, b.constant(0, x.type), x), x),
 }
-
-
-def _int_select(b: IRBuilder, predicate: str, lhs: SSAValue, rhs: SSAValue, then: SSAValue,
-                otherwise: SSAValue) -> SSAValue:
-    condition = b.insert(arith.CmpiOp(lhs, rhs, predicate)).results[0]
-    return b.fop(arith.SelectOp, condition, then, otherwise)
 
 
 def _int_div(b: IRBuilder, x: SSAValue, y: SSAValue) -> SSAValue:

@@ -19,7 +19,11 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from tmlir.dialects import graph, tm
 from tmlir.schedules.builder import Index, IRBuilder
-from tmlir.schedules.data_movement import DataMovementParams, data_movement_kernel
+from tmlir.schedules.data_movement import (
+    DataMovementParams,
+    buffer_indices,
+    data_movement_kernel,
+)
 
 SCHEDULED_OPS = graph.INDEXING_OPS
 
@@ -40,10 +44,6 @@ def axis_index(b: IRBuilder, raw: SSAValue, extent: int, name: str) -> Index:
     return b.insert(arith.IndexCastOp(clamped, IndexType()), name).results[0]
 
 
-def _at(indices: Sequence[Index]) -> list[Index]:
-    return list(indices) or [0]
-
-
 def take_kernel(name: str, in_shape: Sequence[int], index_shape: Sequence[int], axis: int,
                 element: Attribute, index_element: Attribute,
                 params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
@@ -54,9 +54,9 @@ def take_kernel(name: str, in_shape: Sequence[int], index_shape: Sequence[int], 
 
     def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
         x, indices = xs
-        raw = b.load(indices, _at(i[axis:axis + rank]), name="raw")
+        raw = b.load(indices, buffer_indices(i[axis:axis + rank]), name="raw")
         j = [*i[:axis], axis_index(b, raw, in_shape[axis], "k"), *i[axis + rank:]]
-        b.store(b.load(x, _at(j), name="v"), outs[0], _at(i))
+        b.store(b.load(x, buffer_indices(j), name="v"), outs[0], buffer_indices(i))
 
     return data_movement_kernel(name, "take", [in_shape, index_shape], [out_shape], out_shape,
                                 body, {"axis": axis}, params,
@@ -71,10 +71,10 @@ def take_along_axis_kernel(name: str, in_shape: Sequence[int], index_shape: Sequ
 
     def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
         x, indices = xs
-        raw = b.load(indices, _at(i), name="raw")
+        raw = b.load(indices, buffer_indices(i), name="raw")
         j = list(i)
         j[axis] = axis_index(b, raw, in_shape[axis], "k")
-        b.store(b.load(x, _at(j), name="v"), outs[0], _at(i))
+        b.store(b.load(x, buffer_indices(j), name="v"), outs[0], buffer_indices(i))
 
     return data_movement_kernel(name, "take_along_axis", [in_shape, index_shape],
                                 [index_shape], index_shape, body, {"axis": axis}, params,
@@ -97,7 +97,7 @@ def gather_nd_kernel(name: str, in_shape: Sequence[int], index_shape: Sequence[i
         picked = [axis_index(b, b.load(indices, [*head, d], name=f"raw{d}"),
                              in_shape[b_dims + d], f"k{d}") for d in range(k)]
         j = [*head[:b_dims], *picked, *i[len(lead):]]
-        b.store(b.load(x, _at(j), name="v"), outs[0], _at(i))
+        b.store(b.load(x, buffer_indices(j), name="v"), outs[0], buffer_indices(i))
 
     return data_movement_kernel(name, "gather_nd", [in_shape, index_shape], [out_shape],
                                 out_shape, body, {"batch_dims": batch_dims}, params,
