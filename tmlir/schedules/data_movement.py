@@ -22,8 +22,12 @@ source index). ``tm-lower-mappings`` unravels ``gid`` into the coordinates and g
   whose segment of ``axis`` holds its coordinate (one ``if`` per input); split: one
   kernel for all outputs, over the input, the mirror image.
 
-Each builder returns one ``tm.kernel`` with ``tm.template = "data_movement"`` and its
-arguments ``(inputs..., outputs...)``, or None when the output has no elements.
+Every op but split is written as an `Element`: the value of output element ``i`` from a
+`Load` of its operands' elements. `kernel_for` stores it (``out[i] = element(i)``, loads
+being ``tm.load``s of the kernel's arguments); post-scheduling fusion evaluates the same
+`Element` inside another kernel with loads that compute the operands in turn
+(``tmlir/schedules/fusion.py``). Each kernel has ``tm.template = "data_movement"`` and its
+arguments ``(inputs..., outputs...)``, or is None when the output has no elements.
 """
 
 from __future__ import annotations
@@ -99,97 +103,75 @@ def buffer_indices(indices: Sequence[Index]) -> list[Index]:
     return list(indices) or [0]
 
 
-def _copy(b: IRBuilder, x: SSAValue, src: Sequence[Index], out: SSAValue,
-          dst: Sequence[Index]) -> None:
-    b.store(b.load(x, buffer_indices(src), name="v"), out, buffer_indices(dst))
-
-
 def _csv(values: Sequence[int]) -> str:
     return ",".join(map(str, values))
 
 
-# -- one builder per op ---------------------------------------------------------------------
+# -- the element of each op -------------------------------------------------------------------
 
-def transpose_kernel(name: str, in_shape: Sequence[int], perm: Sequence[int],
-                     params: DataMovementParams = DataMovementParams(),
-                     element: Attribute = Float32Type()) -> tm.KernelOp | None:
+Load = Callable[[int, Sequence[Index]], SSAValue]
+"""The element of operand ``k`` at tensor coordinates (none for a rank-0 operand)."""
+
+Element = Callable[[IRBuilder, list[Index], Load], SSAValue]
+"""The result's element at coordinates ``i``, from the operands' elements (`Load`): what a
+data-movement kernel stores, and what a fused kernel computes in place of a load."""
+
+
+def transpose_element(perm: Sequence[int]) -> Element:
     """``out[i] = x[j]`` with ``j[perm[k]] = i[k]``."""
-    out_shape = [in_shape[p] for p in perm]
-
-    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
+    def element(b: IRBuilder, i: list[Index], load: Load) -> SSAValue:
         j: list[Index] = [0] * len(perm)
         for k, p in enumerate(perm):
             j[p] = i[k]
-        _copy(b, xs[0], j, outs[0], i)
-
-    return data_movement_kernel(name, "transpose", [in_shape], [out_shape], out_shape, body,
-                                {"perm": _csv(perm)}, params,
-                                element)
+        return load(0, j)
+    return element
 
 
-def slice_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
-                 starts: Sequence[int], steps: Sequence[int],
-                 params: DataMovementParams = DataMovementParams(),
-                 element: Attribute = Float32Type()) -> tm.KernelOp | None:
+def slice_element(starts: Sequence[int], steps: Sequence[int]) -> Element:
     """``out[i] = x[starts + i * steps]`` (a negative step counts down from its start)."""
-
-    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
-        j = [b.add(start, b.mul(c, step)) if step > 0 else b.sub(start, b.mul(c, -step))
-             for c, start, step in zip(i, starts, steps)]
-        _copy(b, xs[0], j, outs[0], i)
-
-    return data_movement_kernel(name, "slice", [in_shape], [out_shape], out_shape, body,
-                                {"starts": _csv(starts), "steps": _csv(steps)}, params,
-                                element)
+    def element(b: IRBuilder, i: list[Index], load: Load) -> SSAValue:
+        return load(0, [b.add(start, b.mul(c, step)) if step > 0 else b.sub(start, b.mul(c, -step))
+                        for c, start, step in zip(i, starts, steps)])
+    return element
 
 
-def expand_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
-                  params: DataMovementParams = DataMovementParams(),
-                  element: Attribute = Float32Type()) -> tm.KernelOp | None:
+def expand_element(in_shape: Sequence[int], out_shape: Sequence[int]) -> Element:
     """numpy broadcasting of `in_shape` to `out_shape`."""
-
-    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
-        _copy(b, xs[0], broadcast_index(i, out_shape, in_shape), outs[0], i)
-
-    return data_movement_kernel(name, "expand", [in_shape], [out_shape], out_shape, body,
-                                params=params, element=element)
+    return lambda b, i, load: load(0, broadcast_index(i, out_shape, in_shape))
 
 
-def tile_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
-                params: DataMovementParams = DataMovementParams(),
-                element: Attribute = Float32Type()) -> tm.KernelOp | None:
+def tile_element(in_shape: Sequence[int], out_shape: Sequence[int]) -> Element:
     """``out[i] = x[i % in_shape]`` (no remainder along dims that are not repeated)."""
-
-    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
-        j = [c if n == o else b.rem(c, n) for c, n, o in zip(i, in_shape, out_shape)]
-        _copy(b, xs[0], j, outs[0], i)
-
-    repeats = [o // n if n else 1 for n, o in zip(in_shape, out_shape)]
-    return data_movement_kernel(name, "tile", [in_shape], [out_shape], out_shape, body,
-                                {"repeats": _csv(repeats)}, params,
-                                element)
+    return lambda b, i, load: load(0, [c if n == o else b.rem(c, n)
+                                       for c, n, o in zip(i, in_shape, out_shape)])
 
 
-def gather_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int], axis: int,
-                  indices: Sequence[int],
-                  params: DataMovementParams = DataMovementParams(),
-                  element: Attribute = Float32Type()) -> tm.KernelOp | None:
+def gather_element(in_shape: Sequence[int], out_shape: Sequence[int], axis: int,
+                   indices: Sequence[int]) -> Element:
     """``out[a, k, c] = x[a, indices[k], c]`` (``a``: the dims before `axis`; ``k``: the
-    index dims, ``c``: the dims after), `indices` constant, row-major and non-negative."""
+    index dims, ``c``: the dims after), `indices` constant, row-major and non-negative.
+    Raises ValueError for a table it cannot build (see `_lookup`)."""
     index_rank = len(out_shape) - len(in_shape) + 1
     index_shape = out_shape[axis:axis + index_rank]
+    _check_table(indices)
 
-    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
+    def element(b: IRBuilder, i: list[Index], load: Load) -> SSAValue:
         flat: Index = 0
         for c, n in zip(i[axis:axis + index_rank], index_shape):
             flat = b.add(b.mul(flat, n), c)
-        j = [*i[:axis], _lookup(b, flat, indices), *i[axis + index_rank:]]
-        _copy(b, xs[0], j, outs[0], i)
+        return load(0, [*i[:axis], _lookup(b, flat, indices), *i[axis + index_rank:]])
+    return element
 
-    info: dict[str, int | str] = {"axis": axis, "indices": len(indices)}
-    return data_movement_kernel(name, "gather", [in_shape], [out_shape], out_shape, body, info,
-                                params,
-                                element)
+
+def _is_progression(table: Sequence[int]) -> bool:
+    step = table[1] - table[0] if len(table) > 1 else 0
+    return all(later - earlier == step for earlier, later in itertools.pairwise(table))
+
+
+def _check_table(table: Sequence[int]) -> None:
+    if len(table) > MAX_GATHER_TABLE and not _is_progression(table):
+        raise ValueError(f"{len(table)} gather indices that are not a progression (at most "
+                         f"{MAX_GATHER_TABLE} are supported)")
 
 
 def _lookup(b: IRBuilder, k: Index, table: Sequence[int]) -> Index:
@@ -197,12 +179,9 @@ def _lookup(b: IRBuilder, k: Index, table: Sequence[int]) -> Index:
     chain of selects on ``k`` (at most MAX_GATHER_TABLE entries)."""
     if isinstance(k, int) or len(table) == 1:
         return table[k if isinstance(k, int) else 0]
-    step = table[1] - table[0]
-    if all(later - earlier == step for earlier, later in itertools.pairwise(table)):
+    if _is_progression(table):
+        step = table[1] - table[0]
         return b.add(table[0], b.mul(k, step)) if step >= 0 else b.sub(table[0], b.mul(k, -step))
-    if len(table) > MAX_GATHER_TABLE:
-        raise ValueError(f"{len(table)} gather indices that are not a progression (at most "
-                         f"{MAX_GATHER_TABLE} are supported)")
     result: SSAValue = b.value(table[-1])
     for position in range(len(table) - 2, -1, -1):
         hit = b.eq(k, position)
@@ -211,22 +190,17 @@ def _lookup(b: IRBuilder, k: Index, table: Sequence[int]) -> Index:
     return result
 
 
-def pad_kernel(name: str, in_shape: Sequence[int], pads: Sequence[int], mode: str = "constant",
-               value: float = 0.0,
-               params: DataMovementParams = DataMovementParams(),
-               element: Attribute = Float32Type()) -> tm.KernelOp | None:
+def pad_element(in_shape: Sequence[int], pads: Sequence[int], mode: str, value: float,
+                element_type: Attribute) -> Element:
     """`pads`: the begins of every dim, then the ends (negative: crop, constant mode
     only); `mode` one of ``graph.PAD_MODES``."""
     rank = len(in_shape)
     pairs = list(zip(pads[:rank], pads[rank:]))
-    out_shape = [n + begin + end for n, (begin, end) in zip(in_shape, pairs)]
 
-    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
+    def element(b: IRBuilder, i: list[Index], load: Load) -> SSAValue:
         if mode != "constant":
-            j = [_border_index(b, mode, c, n, begin) if begin or end else c
-                 for c, n, (begin, end) in zip(i, in_shape, pairs)]
-            _copy(b, xs[0], j, outs[0], i)
-            return
+            return load(0, [_border_index(b, mode, c, n, begin) if begin or end else c
+                            for c, n, (begin, end) in zip(i, in_shape, pairs)])
         checks = []
         for c, n, (begin, end) in zip(i, in_shape, pairs):
             if begin > 0:
@@ -237,17 +211,12 @@ def pad_kernel(name: str, in_shape: Sequence[int], pads: Sequence[int], mode: st
         if inside is not None:
             inside.name_hint = "inside"
 
-        def source() -> list[Index]:  # computed where it is in range
-            return [b.sub(c, begin) if begin >= 0 else b.add(c, -begin)
-                    for c, (begin, _) in zip(i, pairs)]
+        def source() -> SSAValue:  # computed where it is in range
+            return load(0, [b.sub(c, begin) if begin >= 0 else b.add(c, -begin)
+                            for c, (begin, _) in zip(i, pairs)])
 
-        v = _load_or(b, inside, xs[0], source, value)
-        b.store(v, outs[0], buffer_indices(i))
-
-    info: dict[str, int | str] = {"mode": mode, "pads": _csv(pads)}
-    return data_movement_kernel(name, "pad", [in_shape], [out_shape], out_shape, body, info,
-                                params,
-                                element)
+        return _value_or(b, inside, source, value, element_type)
+    return element
 
 
 def _border_index(b: IRBuilder, mode: str, c: Index, n: int, begin: int) -> Index:
@@ -266,19 +235,64 @@ def _border_index(b: IRBuilder, mode: str, c: Index, n: int, begin: int) -> Inde
     return b.fop(arith.SelectOp, b.lt(c, begin), before, inner) if begin else inner
 
 
-def _load_or(b: IRBuilder, condition: SSAValue | None, buffer: SSAValue,
-             indices: Callable[[], list[Index]], fill: float) -> SSAValue:
-    """``buffer[indices()]`` where `condition` holds (indices computed there), else
-    `fill`."""
+def _value_or(b: IRBuilder, condition: SSAValue | None, value: Callable[[], SSAValue],
+              fill: float, element_type: Attribute) -> SSAValue:
+    """``value()`` where `condition` holds (computed there), else `fill`."""
     if condition is None:
-        return b.load(buffer, buffer_indices(indices()), name="v")
+        return value()
     then, other = Block(), Block()
     with b.at(then):
-        b.insert(scf.YieldOp(b.load(buffer, buffer_indices(indices()))))
-    element = buffer.type.element_type  # type: ignore[attr-defined]
+        b.insert(scf.YieldOp(value()))
     with b.at(other):
-        b.insert(scf.YieldOp(b.constant(fill, element)))
-    return b.insert(scf.IfOp(condition, [element], [then], [other]), "v").results[0]
+        b.insert(scf.YieldOp(b.constant(fill, element_type)))
+    return b.insert(scf.IfOp(condition, [element_type], [then], [other]), "v").results[0]
+
+
+def concat_element(extents: Sequence[int], axis: int, element_type: Attribute) -> Element:
+    """The element of the input whose segment of `axis` holds the coordinate: ``if`` on
+    the segment bounds, innermost the last input (empty inputs are skipped)."""
+    bounds = list(itertools.accumulate(extents))
+    pieces = [k for k, n in enumerate(extents) if n > 0]
+
+    def element(b: IRBuilder, i: list[Index], load: Load) -> SSAValue:
+        def from_input(k: int) -> SSAValue:
+            offset = bounds[k] - extents[k]
+            return load(k, [*i[:axis], b.sub(i[axis], offset), *i[axis + 1:]])
+
+        def select(rest: list[int]) -> SSAValue:
+            k, *others = rest
+            if not others:
+                return from_input(k)
+            then, other = Block(), Block()
+            with b.at(then):
+                b.insert(scf.YieldOp(from_input(k)))
+            with b.at(other):
+                b.insert(scf.YieldOp(select(others)))
+            inside = b.lt(i[axis], bounds[k], f"in{k}")
+            return b.insert(scf.IfOp(inside, [element_type], [then], [other]), "v").results[0]
+
+        return select(pieces)
+    return element
+
+
+def split_kernel(name: str, in_shape: Sequence[int], out_shapes: Sequence[Sequence[int]],
+                 axis: int,
+                 params: DataMovementParams = DataMovementParams(),
+                 element: Attribute = Float32Type()) -> tm.KernelOp | None:
+    """One thread per input element, which stores it into the output whose segment of
+    `axis` holds it."""
+    extents = [s[axis] for s in out_shapes]
+
+    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
+        v = b.load(xs[0], buffer_indices(i), name="v")
+        for k, offset, condition in _segments(b, i[axis], extents):
+            def fill(k: int = k, offset: int = offset) -> None:
+                b.store(v, outs[k], [*i[:axis], b.sub(i[axis], offset), *i[axis + 1:]])
+            _in_segment(b, condition, fill)
+
+    return data_movement_kernel(name, "split", [in_shape], out_shapes, in_shape, body,
+                                {"axis": axis, "sizes": _csv(extents)}, params,
+                                element)
 
 
 def _segments(b: IRBuilder, c: Index, extents: Sequence[int]) -> list[tuple[int, int, SSAValue | None]]:
@@ -306,50 +320,9 @@ def _in_segment(b: IRBuilder, condition: SSAValue | None, fill: Callable[[], Non
         fill()
 
 
-def concat_kernel(name: str, in_shapes: Sequence[Sequence[int]], axis: int,
-                  params: DataMovementParams = DataMovementParams(),
-                  element: Attribute = Float32Type()) -> tm.KernelOp | None:
-    """One thread per output element; the input whose segment of `axis` holds it copies."""
-    extents = [s[axis] for s in in_shapes]
-    out_shape = list(in_shapes[0])
-    out_shape[axis] = sum(extents)
-
-    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
-        for k, offset, condition in _segments(b, i[axis], extents):
-            def fill(k: int = k, offset: int = offset) -> None:
-                j = [*i[:axis], b.sub(i[axis], offset), *i[axis + 1:]]
-                _copy(b, xs[k], j, outs[0], i)
-            _in_segment(b, condition, fill)
-
-    return data_movement_kernel(name, "concat", in_shapes, [out_shape], out_shape, body,
-                                {"axis": axis, "sizes": _csv(extents)}, params,
-                                element)
-
-
-def split_kernel(name: str, in_shape: Sequence[int], out_shapes: Sequence[Sequence[int]],
-                 axis: int,
-                 params: DataMovementParams = DataMovementParams(),
-                 element: Attribute = Float32Type()) -> tm.KernelOp | None:
-    """One thread per input element, which stores it into the output whose segment of
-    `axis` holds it."""
-    extents = [s[axis] for s in out_shapes]
-
-    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
-        v = b.load(xs[0], buffer_indices(i), name="v")
-        for k, offset, condition in _segments(b, i[axis], extents):
-            def fill(k: int = k, offset: int = offset) -> None:
-                b.store(v, outs[k], [*i[:axis], b.sub(i[axis], offset), *i[axis + 1:]])
-            _in_segment(b, condition, fill)
-
-    return data_movement_kernel(name, "split", [in_shape], out_shapes, in_shape, body,
-                                {"axis": axis, "sizes": _csv(extents)}, params,
-                                element)
-
-
-def resize_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
-                  scales: Sequence[float], mode: str, coordinate_transformation_mode: str,
-                  nearest_mode: str = "round_prefer_floor",
-                  params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
+def resize_element(in_shape: Sequence[int], out_shape: Sequence[int],
+                   scales: Sequence[float], mode: str, coordinate_transformation_mode: str,
+                   nearest_mode: str = "round_prefer_floor") -> Element:
     """ONNX ``Resize`` (see ``graph.ResizeOp``): per resized dim, the output coordinate
     becomes an input coordinate in f32 (as onnxruntime computes it); ``nearest`` rounds and
     clamps it, ``linear`` clamps it and blends its two neighbours, dim after dim."""
@@ -376,7 +349,7 @@ def resize_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
         x = b.fop(arith.MaximumfOp, x, b.f32(0.0))
         return b.fop(arith.MinimumfOp, x, b.f32(float(n - 1)))
 
-    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
+    def element(b: IRBuilder, i: list[Index], load: Load) -> SSAValue:
         j: list[Index] = list(i)
         blends: list[tuple[int, Index, Index, SSAValue]] = []  # (dim, low, high, weight)
         for d, (c, n, m, scale) in enumerate(zip(i, in_shape, out_shape, scales)):
@@ -405,7 +378,7 @@ def resize_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
 
         def blend(level: int, at: list[Index]) -> SSAValue:
             if level == len(blends):
-                return b.load(xs[0], buffer_indices(at), name="v")
+                return load(0, at)
             d, low, high, weight = blends[level]
             v0 = blend(level + 1, [*at[:d], low, *at[d + 1:]])
             v1 = blend(level + 1, [*at[:d], high, *at[d + 1:]])
@@ -413,13 +386,8 @@ def resize_kernel(name: str, in_shape: Sequence[int], out_shape: Sequence[int],
             return b.fop(arith.AddfOp, b.fop(arith.MulfOp, v0, one_minus),
                          b.fop(arith.MulfOp, v1, weight))
 
-        b.store(blend(0, j), outs[0], buffer_indices(i))
-
-    info: dict[str, int | str] = {"mode": mode, "coordinate_transformation_mode": ctm}
-    if mode == "nearest":
-        info["nearest_mode"] = nearest_mode
-    return data_movement_kernel(name, "resize", [in_shape], [out_shape], out_shape, body, info,
-                                params)
+        return blend(0, j)
+    return element
 
 
 def _to_f32(b: IRBuilder, i: Index) -> SSAValue:
@@ -441,40 +409,73 @@ KERNEL_OPS = (graph.TransposeOp, graph.SliceOp, graph.GatherOp, graph.ExpandOp, 
               graph.PadOp, graph.ConcatOp, graph.SplitOp, graph.ResizeOp)
 """The graph ops this template builds kernels for (``graph.reshape`` needs none)."""
 
+ELEMENT_OPS = tuple(op for op in KERNEL_OPS if op is not graph.SplitOp)
+"""The ops whose result element is an `Element` of their operands (all but split)."""
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    return tuple(value.type.get_shape())  # type: ignore[attr-defined]
+
+
+def element_for(op: Operation) -> tuple[Element, dict[str, int | str]]:
+    """The `Element` of one of `ELEMENT_OPS` and the parameters its kernel header shows.
+    Raises ValueError for what the template cannot do."""
+    result = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
+    match op:
+        case graph.TransposeOp():
+            return transpose_element(op.permutation), {"perm": _csv(op.permutation)}
+        case graph.SliceOp():
+            starts, steps = op.starts.get_values(), op.steps.get_values()
+            return slice_element(starts, steps), {"starts": _csv(starts), "steps": _csv(steps)}
+        case graph.GatherOp():
+            element = gather_element(_shape(op.input), _shape(op.result), op.axis_value,
+                                     op.index_values)
+            return element, {"axis": op.axis_value, "indices": len(op.index_values)}
+        case graph.ExpandOp():
+            return expand_element(_shape(op.input), _shape(op.result)), {}
+        case graph.TileOp():
+            in_shape, out_shape = _shape(op.input), _shape(op.result)
+            repeats = [o // n if n else 1 for n, o in zip(in_shape, out_shape)]
+            return tile_element(in_shape, out_shape), {"repeats": _csv(repeats)}
+        case graph.PadOp():
+            pads = op.pads.get_values()
+            element = pad_element(_shape(op.input), pads, op.mode_value, op.pad_value, result)
+            return element, {"mode": op.mode_value, "pads": _csv(pads)}
+        case graph.ConcatOp():
+            extents = [_shape(v)[op.axis_value] for v in op.inputs]
+            return (concat_element(extents, op.axis_value, result),
+                    {"axis": op.axis_value, "sizes": _csv(extents)})
+        case graph.ResizeOp():
+            ctm = op.coordinate_transformation_mode.data
+            info: dict[str, int | str] = {"mode": op.mode.data,
+                                          "coordinate_transformation_mode": ctm}
+            if op.mode.data == "nearest":
+                info["nearest_mode"] = op.nearest_mode_value
+            return resize_element(_shape(op.input), _shape(op.result), op.scale_values,
+                                  op.mode.data, ctm, op.nearest_mode_value), info
+    raise AssertionError(f"not an element op: {op.name}")
+
 
 def kernel_for(name: str, op: Operation,
                params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
     """The kernel of a data-movement graph op (arguments: its operands, then its results);
     None when it writes no element. Raises ValueError for what the template cannot do."""
-    def shape(value: SSAValue) -> tuple[int, ...]:
-        return tuple(value.type.get_shape())  # type: ignore[attr-defined]
+    element_type = op.operands[0].type.get_element_type()  # type: ignore[attr-defined]
+    if isinstance(op, graph.SplitOp):
+        return split_kernel(name, _shape(op.input), [_shape(v) for v in op.outputs],
+                            op.axis_value, params, element_type)
+    element, info = element_for(op)
+    in_shapes = [_shape(v) for v in op.operands]
+    out_shape = _shape(op.results[0])
 
-    element = op.operands[0].type.get_element_type()  # type: ignore[attr-defined]
-    match op:
-        case graph.TransposeOp():
-            return transpose_kernel(name, shape(op.input), op.permutation, params, element)
-        case graph.SliceOp():
-            return slice_kernel(name, shape(op.input), shape(op.result),
-                                op.starts.get_values(), op.steps.get_values(), params, element)
-        case graph.GatherOp():
-            return gather_kernel(name, shape(op.input), shape(op.result), op.axis_value,
-                                 op.index_values, params, element)
-        case graph.ExpandOp():
-            return expand_kernel(name, shape(op.input), shape(op.result), params, element)
-        case graph.TileOp():
-            return tile_kernel(name, shape(op.input), shape(op.result), params, element)
-        case graph.PadOp():
-            return pad_kernel(name, shape(op.input), op.pads.get_values(), op.mode_value,
-                              op.pad_value, params, element)
-        case graph.ConcatOp():
-            return concat_kernel(name, [shape(v) for v in op.inputs], op.axis_value, params,
-                                 element)
-        case graph.SplitOp():
-            return split_kernel(name, shape(op.input), [shape(v) for v in op.outputs],
-                                op.axis_value, params, element)
-        case graph.ResizeOp():
-            return resize_kernel(name, shape(op.input), shape(op.result), op.scale_values,
-                                 op.mode.data, op.coordinate_transformation_mode.data,
-                                 op.nearest_mode_value, params)
-    raise AssertionError(f"not a data-movement op: {op.name}")
+    def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
+        def load(k: int, at: Sequence[Index]) -> SSAValue:
+            return b.load(xs[k], buffer_indices(at))
+        value = element(b, i, load)
+        if value.name_hint is None:
+            value.name_hint = "v"
+        b.store(value, outs[0], buffer_indices(i))
 
+    kind = op.name.split(".")[-1]
+    return data_movement_kernel(name, kind, in_shapes, [out_shape], out_shape, body, info,
+                                params, element_type)

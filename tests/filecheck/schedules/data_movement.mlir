@@ -17,20 +17,21 @@ func.func @transpose(%x: tensor<4x5x6xf32>) -> tensor<6x4x5xf32> {
   func.return %y : tensor<6x4x5xf32>
 }
 
-// A concat is one kernel over the output: one condition per input's segment of the axis.
+// A concat is one kernel over the output: nested ifs on the segment bounds of the axis pick
+// the input that holds the element (the last input innermost, without a test).
 // CHECK-LABEL: tm.kernel @concat_1(%x0: memref<2x3xf32>, %x1: memref<2x5xf32>, %x2: memref<2x1xf32>, %out: memref<2x9xf32>)
 // CHECK:         tm.for_task (%i0, %i1) in spatial(2, 9) on %gid {
 // CHECK:           %in0 = arith.cmpi ult, %i1, %{{[0-9]+}} : index
-// CHECK:           %in1 = arith.andi
-// CHECK:           %in2 = arith.cmpi uge, %i1, %{{[0-9]+}} : index
-// CHECK-NEXT:      scf.if %in0 {
-// CHECK-NEXT:        %v = tm.load %x0[%i0, %i1] : memref<2x3xf32>
-// CHECK-NEXT:        tm.store %v, %out[%i0, %i1] : memref<2x9xf32>
-// CHECK-NEXT:      }
-// CHECK-NEXT:      scf.if %in1 {
-// CHECK:             %v_1 = tm.load %x1[%i0, %{{[0-9]+}}] : memref<2x5xf32>
-// CHECK:           scf.if %in2 {
-// CHECK:             %v_2 = tm.load %x2[%i0, %{{[0-9]+}}] : memref<2x1xf32>
+// CHECK-NEXT:      %v = scf.if %in0 -> (f32) {
+// CHECK-NEXT:        %[[A:[0-9]+]] = tm.load %x0[%i0, %i1] : memref<2x3xf32>
+// CHECK-NEXT:        scf.yield %[[A]] : f32
+// CHECK-NEXT:      } else {
+// CHECK:             %in1 = arith.cmpi ult, %i1, %{{[0-9]+}} : index
+// CHECK-NEXT:        %v_1 = scf.if %in1 -> (f32) {
+// CHECK:               tm.load %x1[%i0, %{{[0-9]+}}] : memref<2x5xf32>
+// CHECK:             } else {
+// CHECK:               tm.load %x2[%i0, %{{[0-9]+}}] : memref<2x1xf32>
+// CHECK:           tm.store %v, %out[%i0, %i1] : memref<2x9xf32>
 func.func @concat(%a: tensor<2x3xf32>, %b: tensor<2x5xf32>, %c: tensor<2x1xf32>) -> tensor<2x9xf32> {
   %y = graph.concat %a, %b, %c {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x5xf32>, tensor<2x1xf32>) -> tensor<2x9xf32>
   func.return %y : tensor<2x9xf32>
