@@ -1,8 +1,9 @@
 """Conv, ConvTranspose and BatchNormalization through the whole pipeline on emu, against onnxruntime.
 
 Relative error = max |tmlir - onnxruntime| / max |onnxruntime| < 1e-4 for every output.
-Also: graph-fold-batchnorm leaves one kernel per convolution (the kernel counts below)
-and never changes an existing weight; a ResNet basic block, a MobileNetV2 inverted
+Every model runs fused and unfused (``fusion=False``). Also: graph-fold-batchnorm leaves
+one kernel per convolution (the kernel counts below), fusion puts the ReLUs and residual
+adds into the convolutions' epilogues, and folding never changes an existing weight; a ResNet basic block, a MobileNetV2 inverted
 residual and an Inception v3 block; their CUDA C compiles to PTX with nvcc and NVRTC. The
 exported networks of examples/models/ are in test_hf_models.py.
 """
@@ -10,6 +11,7 @@ exported networks of examples/models/ are in test_hf_models.py.
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -28,8 +30,17 @@ def relative_error(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
 
 
-def check(model, seed: int = 1) -> tmlir.InferenceSession:
-    """Run `model` on random inputs on emu and with onnxruntime; compare every output."""
+@dataclass
+class Checked:
+    """A model compiled with and without fusion; both matched onnxruntime."""
+
+    fused: tmlir.InferenceSession
+    unfused: tmlir.InferenceSession
+
+
+def check(model, seed: int = 1) -> Checked:
+    """Run `model` on random inputs on emu, fused and unfused, and with onnxruntime;
+    compare every output."""
     rng = np.random.default_rng(seed)
     initializers = {t.name for t in model.graph.initializer}
     feed = {i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim])
@@ -37,16 +48,25 @@ def check(model, seed: int = 1) -> tmlir.InferenceSession:
     for name in feed:  # variances must be positive
         if "var" in name:
             feed[name] = np.abs(feed[name]) + 0.5
-    session = tmlir.InferenceSession(model, device="emu")
-    got, want = session.run(None, feed), run_onnxruntime(model, feed)
-    for g, w in zip(got, want, strict=True):
-        assert g.shape == w.shape
-        assert relative_error(g, w) < RTOL
-    return session
+    want = run_onnxruntime(model, feed)
+    sessions = []
+    for fusion in (True, False):
+        session = tmlir.InferenceSession(model, device="emu", fusion=fusion)
+        for g, w in zip(session.run(None, feed), want, strict=True):
+            assert g.shape == w.shape
+            assert relative_error(g, w) < RTOL, f"fusion={fusion}"
+        sessions.append(session)
+    return Checked(*sessions)
 
 
 def templates(session: tmlir.InferenceSession) -> list[str]:
     return [k.template for k in session.program.kernels]
+
+
+def both(checked: Checked) -> list[str]:
+    """The templates of the kernels, which fusion does not change here."""
+    assert templates(checked.fused) == templates(checked.unfused)
+    return templates(checked.fused)
 
 
 class Weights:
@@ -106,9 +126,8 @@ def test_conv(name):
     model = make_model([helper.make_node("Conv", ["x", *names], ["y"], **attributes)],
                        {"x": x_shape}, {"y": ()}, w.arrays)
     model.graph.output[0].type.tensor_type.ClearField("shape")  # inferred
-    session = check(model)
     depthwise = attributes.get("group", 1) > 1 and w_shape[0] // attributes["group"] < 8
-    assert templates(session) == ["conv2d_direct" if depthwise else "conv2d_implicit_gemm"]
+    assert both(check(model)) == ["conv2d_direct" if depthwise else "conv2d_implicit_gemm"]
 
 
 def test_conv_weight_as_input():
@@ -146,7 +165,7 @@ def test_conv_transpose(name):
     model = make_model([helper.make_node("ConvTranspose", ["x", *names], ["y"], **attributes)],
                        {"x": x_shape}, {"y": ()}, w.arrays)
     model.graph.output[0].type.tensor_type.ClearField("shape")  # inferred
-    assert templates(check(model)) == ["conv_transpose_direct"]
+    assert both(check(model)) == ["conv_transpose_direct"]
 
 
 # -- BatchNormalization ---------------------------------------------------------------------
@@ -157,17 +176,21 @@ def test_batch_norm_with_statistics_as_inputs():
                                          ["y"], epsilon=1e-3)],
                        {"x": (2, 5, 7, 3), "scale": (5,), "bias": (5,), "mean": (5,), "var": (5,)},
                        {"y": (2, 5, 7, 3)})
-    assert templates(check(model)) == ["elementwise"]
+    assert both(check(model)) == ["elementwise"]
 
 
 @pytest.mark.parametrize("shape", [(4, 6), (2, 3, 9), (1, 8, 5, 5)])
 def test_batch_norm_alone(shape):
-    """Constant statistics that follow no convolution stay a batch_norm kernel (any rank)."""
+    """Constant statistics that follow no convolution stay a batch_norm kernel (any rank),
+    which takes the relu before it as a prologue."""
     w = Weights()
     model = make_model([helper.make_node("Relu", ["x"], ["r"]),
                         helper.make_node("BatchNormalization", ["r", *w.bn("bn", shape[1])], ["y"])],
                        {"x": shape}, {"y": shape}, w.arrays)
-    assert templates(check(model)) == ["elementwise", "elementwise"]
+    checked = check(model)
+    assert templates(checked.unfused) == ["elementwise", "elementwise"]
+    assert templates(checked.fused) == ["elementwise"]
+    assert checked.fused.program.kernels[0].params["expr"].startswith("batch_norm")
 
 
 def conv_bn_relu(relu: str = "Relu") -> tuple:
@@ -181,8 +204,10 @@ def conv_bn_relu(relu: str = "Relu") -> tuple:
 
 def test_conv_bn_relu_folds_into_one_conv_kernel():
     model, arrays = conv_bn_relu()
-    session = check(model)
-    assert templates(session) == ["conv2d_implicit_gemm", "elementwise"]
+    checked = check(model)
+    assert templates(checked.unfused) == ["conv2d_implicit_gemm", "elementwise"]
+    assert templates(checked.fused) == ["conv2d_implicit_gemm"]  # the relu in its epilogue
+    session = checked.fused
     weights = {b.source for b in session.program.buffers if b.kind == "weight"}
     assert weights == {"conv.weight.folded", "conv.bias.folded"}
 
@@ -209,7 +234,7 @@ def test_shared_weight_folds_for_one_conv_only():
              helper.make_node("Conv", ["x", *weight], ["y2"])]
     model = make_model(nodes, {"x": (1, 4, 7, 7)}, {"y1": (1, 8, 5, 5), "y2": (1, 8, 5, 5)},
                        w.arrays)
-    session = check(model)
+    session = check(model).fused
     assert templates(session) == ["conv2d_implicit_gemm"] * 2
     weights = {b.source for b in session.program.buffers if b.kind == "weight"}
     assert weights == {"conv.weight", "conv.weight.folded", "conv.weight.folded_bias"}
@@ -225,7 +250,7 @@ def test_decomposed_batch_norm_folds():
              helper.make_node("Add", ["t", "m"], ["a"]),
              helper.make_node("Sub", ["u", "a"], ["y"])]
     model = make_model(nodes, {"x": (1, 3, 9, 9)}, {"y": (1, 8, 7, 7)}, w.arrays)
-    assert templates(check(model)) == ["conv2d_implicit_gemm"]
+    assert both(check(model)) == ["conv2d_implicit_gemm"]
 
 
 # -- blocks of real networks ----------------------------------------------------------------
@@ -258,10 +283,12 @@ def resnet_basic_block(channels: int = 16, size: int = 10, downsample: bool = Fa
 
 @pytest.mark.parametrize("downsample", [False, True])
 def test_resnet_basic_block(downsample):
-    session = check(resnet_basic_block(downsample=downsample))
+    checked = check(resnet_basic_block(downsample=downsample))
     convs = 3 if downsample else 2
-    assert templates(session).count("conv2d_implicit_gemm") == convs
-    assert len(templates(session)) == convs + 3  # relu, add, relu: every BN folded
+    assert templates(checked.unfused).count("conv2d_implicit_gemm") == convs
+    assert len(templates(checked.unfused)) == convs + 3  # relu, add, relu: every BN folded
+    # fused: relu in the first conv's epilogue, add and relu in the second's
+    assert templates(checked.fused) == ["conv2d_implicit_gemm"] * convs
 
 
 def inverted_residual(channels: int = 8, expand: int = 6, size: int = 9):
@@ -286,9 +313,13 @@ def inverted_residual(channels: int = 8, expand: int = 6, size: int = 9):
 
 
 def test_mobilenet_v2_inverted_residual():
-    session = check(inverted_residual())
-    assert templates(session) == ["conv2d_implicit_gemm", "elementwise", "conv2d_direct",
-                                  "elementwise", "conv2d_implicit_gemm", "elementwise"]
+    checked = check(inverted_residual())
+    assert templates(checked.unfused) == [
+        "conv2d_implicit_gemm", "elementwise", "conv2d_direct", "elementwise",
+        "conv2d_implicit_gemm", "elementwise"]
+    # each clip (relu6) and the residual add in the epilogue of the conv before it
+    assert templates(checked.fused) == ["conv2d_implicit_gemm", "conv2d_direct",
+                                        "conv2d_implicit_gemm"]
 
 
 def inception_block(channels: int = 16, size: int = 9, c7: int = 8):
@@ -325,9 +356,12 @@ def inception_block(channels: int = 16, size: int = 9, c7: int = 8):
 
 
 def test_inception_v3_block():
-    session = check(inception_block())
-    assert templates(session).count("conv2d_implicit_gemm") == 10  # every BN folded
-    assert templates(session).count("pool") == 1 and templates(session)[-1] == "data_movement"
+    checked = check(inception_block())
+    for session in (checked.fused, checked.unfused):
+        assert templates(session).count("conv2d_implicit_gemm") == 10  # every BN folded
+        assert templates(session).count("pool") == 1 and templates(session)[-1] == "data_movement"
+    # fused: every relu in its conv's epilogue; the pool and the concat stay
+    assert len(templates(checked.fused)) == 12
 
 
 @pytest.mark.parametrize("compiler, arch", [
@@ -338,6 +372,8 @@ def test_inception_v3_block():
 ])
 def test_models_compile_to_ptx(compiler, arch):
     for model in (resnet_basic_block(downsample=True), inverted_residual(), inception_block()):
-        program = tmlir.InferenceSession(model, device="emu").program
-        text = compile_ptx(program.source, arch, compiler=compiler)
-        assert sorted(ptx_kernel_names(text)) == sorted(k.signature.name for k in program.kernels)
+        for fusion in (True, False):
+            program = tmlir.InferenceSession(model, device="emu", fusion=fusion).program
+            text = compile_ptx(program.source, arch, compiler=compiler)
+            assert sorted(ptx_kernel_names(text)) == sorted(k.signature.name
+                                                            for k in program.kernels)

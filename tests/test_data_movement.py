@@ -2,7 +2,7 @@
 
 Copies must be exact, so outputs are compared with ``assert_array_equal`` (Resize's
 linear mode computes, and is held to 1e-6). Shapes are chosen to need several blocks and
-to leave the last block partly idle. Also: reshapes cost no kernel (the host views the
+to leave the last block partly idle; every model runs fused and unfused. Also: reshapes cost no kernel (the host views the
 buffer), and the CUDA C of a model with every op compiles to PTX with nvcc and NVRTC.
 """
 
@@ -50,18 +50,23 @@ def feed(proto, seed: int = 0) -> dict[str, np.ndarray]:
             .astype(np.float32) for i in proto.graph.input if i.name not in constants}
 
 
-def check(proto, *, exact: bool = True) -> tmlir.InferenceSession:
-    """Outputs on emu equal onnxruntime's (shape and values); returns the session."""
+def check(proto, *, exact: bool = True, fusion: bool = True) -> tmlir.InferenceSession:
+    """Outputs on emu, compiled with and without fusion, equal onnxruntime's (shape and
+    values); returns the session compiled with `fusion`."""
     data = feed(proto)
-    session = tmlir.InferenceSession(proto, device="emu")
-    got, want = session.run(None, data), run_onnxruntime(proto, data)
-    for name, g, w in zip([o.name for o in proto.graph.output], got, want):
-        assert g.shape == w.shape, name
-        if exact:
-            np.testing.assert_array_equal(g, w, err_msg=name)
-        else:
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=name)
-    return session
+    want = run_onnxruntime(proto, data)
+    sessions = {}
+    for fused in (True, False):
+        session = sessions[fused] = tmlir.InferenceSession(proto, device="emu", fusion=fused)
+        got = session.run(None, data)
+        for name, g, w in zip([o.name for o in proto.graph.output], got, want):
+            assert g.shape == w.shape, name
+            if exact:
+                np.testing.assert_array_equal(g, w, err_msg=f"{name} (fusion={fused})")
+            else:
+                np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5,
+                                           err_msg=f"{name} (fusion={fused})")
+    return sessions[fusion]
 
 
 def one(op: str, inputs: dict[str, tuple[int, ...]], constants=None, opset: int = 17,
@@ -239,11 +244,13 @@ def launched(session) -> list[str]:
 
 
 def test_reshapes_launch_nothing():
-    session = check(reshape_chain(["y"]))
+    session = check(reshape_chain(["y"]), fusion=False)
     assert launched(session) == ["relu", "neg"]
     # relu writes its buffer; neg reads the same buffer as a 1x24 view of it
     relu, neg = session.program.launches
     assert relu.args[1] == neg.args[0]
+    # fused: neg's kernel computes relu (through the reshapes) where it loads
+    assert launched(check(reshape_chain(["y"]))) == ["neg"]
 
 
 def test_reshape_of_a_kernel_result_as_output_is_written_in_place():

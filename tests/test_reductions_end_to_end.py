@@ -24,18 +24,22 @@ def feed(shape, seed: int = 1, scale: float = 3.0) -> np.ndarray:
 
 
 def check(model, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """Run on emu against onnxruntime; compile the CUDA C to PTX for sm_80/sm_90."""
-    session = tmlir.InferenceSession(model, device="emu")
-    for arch in ("sm_80", "sm_90"):
-        ptx = compile_ptx(session.program.source, arch)
-        assert sorted(ptx_kernel_names(ptx)) == sorted(k.signature.name
-                                                      for k in session.program.kernels)
-    got = session.run(None, inputs)
+    """Run on emu, fused and unfused, against onnxruntime; compile the CUDA C to PTX for
+    sm_80/sm_90. Returns the fused outputs."""
     want = run_onnxruntime(model, inputs)
-    for g, w in zip(got, want, strict=True):
-        assert g.shape == w.shape
-        np.testing.assert_allclose(g, w, rtol=RTOL, atol=1e-5)
-    return got
+    results = []
+    for fusion in (True, False):
+        session = tmlir.InferenceSession(model, device="emu", fusion=fusion)
+        for arch in ("sm_80", "sm_90"):
+            ptx = compile_ptx(session.program.source, arch)
+            assert sorted(ptx_kernel_names(ptx)) == sorted(k.signature.name
+                                                          for k in session.program.kernels)
+        got = session.run(None, inputs)
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=RTOL, atol=1e-5, err_msg=f"fusion={fusion}")
+        results.append(got)
+    return results[0]
 
 
 def relative_error(got: np.ndarray, want: np.ndarray) -> float:
@@ -160,7 +164,8 @@ def test_pool(variant, shape, attributes, out):
 
 def test_small_cnn_head():
     """MaxPool -> Relu -> AveragePool (ceil_mode, excluding padding) -> GlobalAveragePool ->
-    Softmax over the channels: five kernels of three templates."""
+    Softmax over the channels: five kernels of three templates, four with fusion (the relu
+    in the max pool's epilogue)."""
     shape = (2, 8, 28, 28)
     nodes = [
         helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3, 3], strides=[2, 2],
@@ -172,9 +177,12 @@ def test_small_cnn_head():
         helper.make_node("Softmax", ["g"], ["y"], axis=1),
     ]
     model = make_model(nodes, {"x": shape}, {"y": (2, 8, 1, 1)}, opset=13)
-    session = tmlir.InferenceSession(model, device="emu")
+    session = tmlir.InferenceSession(model, device="emu", fusion=False)
     assert [k.signature.name for k in session.program.kernels] == [
         "max_pool_0", "relu_1", "average_pool_2", "reduce_mean_3", "softmax_4"]
+    session = tmlir.InferenceSession(model, device="emu")
+    assert [k.signature.name for k in session.program.kernels] == [
+        "max_pool_0", "average_pool_1", "reduce_mean_2", "softmax_3"]
     check(model, {"x": feed(shape)})
 
 

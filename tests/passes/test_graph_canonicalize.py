@@ -30,7 +30,7 @@ from tmlir.backends.emu import compile_emu
 from tmlir.dialects import graph
 from tmlir.frontends.onnx import import_onnx
 from tmlir.passes.graph_canonicalize import GraphCanonicalize
-from tmlir.passes.lower_to_cuda import PIPELINE
+from tmlir.passes.lower_to_cuda import pipeline
 from tmlir.registry import make_context
 
 RTOL = 1e-5
@@ -62,7 +62,7 @@ def graph_ops(module: ModuleOp) -> Counter[str]:
 class Compiled:
     """An ONNX model imported, optionally canonicalized, lowered and run on emu."""
 
-    def __init__(self, proto, canonicalize: bool) -> None:
+    def __init__(self, proto, canonicalize: bool, fusion: bool = False) -> None:
         imported = import_onnx(proto)
         ctx = make_context(weights=imported.weights)
         if canonicalize:
@@ -71,7 +71,9 @@ class Compiled:
         self.ops = graph_ops(imported.module)
         self.weights = imported.weights
         self.output_names = imported.output_names
-        for step in PIPELINE:  # lower-to-cuda, which without `canonicalize` must not do it
+        # lower-to-cuda, without fusion unless asked for (kernels are counted), and without
+        # `canonicalize` unless asked for
+        for step in pipeline(fusion=fusion):
             if not isinstance(step, GraphCanonicalize):
                 step.apply(ctx, imported.module)
         self.program = emit_cuda(imported.module)
@@ -96,15 +98,15 @@ class Compiled:
 
 
 def check(proto, *, exact: bool = True) -> tuple[Compiled, Compiled]:
-    """Compile `proto` with and without the pass; both match onnxruntime on random inputs.
-    Returns (canonicalized, plain)."""
+    """Compile `proto` with and without the pass, and with it and fusion; all three match
+    onnxruntime on random inputs. Returns (canonicalized, plain)."""
     rng = np.random.default_rng(0)
     constants = {t.name for t in proto.graph.initializer}
     feed = {i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim])
             .astype(np.float32) for i in proto.graph.input if i.name not in constants}
     want = run_onnxruntime(proto, feed)
     compiled = Compiled(proto, canonicalize=True), Compiled(proto, canonicalize=False)
-    for c in compiled:
+    for c in (*compiled, Compiled(proto, canonicalize=True, fusion=True)):
         for name, g, w in zip(c.output_names, c.run(feed), want, strict=True):
             assert g.shape == w.shape, name
             if exact:

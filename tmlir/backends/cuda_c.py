@@ -374,8 +374,11 @@ def _params(kernel: tmgpu.KernelOp) -> tuple[str, dict[str, int | float | str]]:
 def _kernel_comment(kernel: tmgpu.KernelOp) -> str:
     template, params = _params(kernel)
     listed = ", ".join(f"{k}={v}" for k, v in params.items())
+    fused = kernel.attributes.get("tm.fused")
+    fused_line = f"//   fused {fused.data}\n" if isinstance(fused, StringAttr) else ""
     return (f"// Kernel {kernel.sym_name.data}: schedule template '{template}'"
-            f"{f' ({listed})' if listed else ''}, {kernel.block.data} threads per block\n")
+            f"{f' ({listed})' if listed else ''}, {kernel.block.data} threads per block\n"
+            + fused_line)
 
 
 def _plan(function: func.FuncOp):

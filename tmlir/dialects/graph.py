@@ -75,6 +75,7 @@ from tmlir.dialects._graph_data_movement import (  # noqa: F401  (re-exported)
     TileOp,
     TransposeOp,
 )
+from tmlir.dialects._graph_fused import FUSION_OPS, FusedOp, YieldOp  # noqa: F401  (re-exported)
 from tmlir.dialects._graph_indexing import (  # noqa: F401  (re-exported)
     INDEXING_OPS,
     GatherNdOp,
@@ -524,6 +525,6 @@ Graph = Dialect(
     "graph",
     [WeightOp, *BINARY_OPS, *VARIADIC_OPS, *UNARY_OPS, MatmulOp,
      *REDUCE_OPS, *NORMALIZATION_OPS, *POOL_OPS, *CONV_OPS, *DATA_MOVEMENT_OPS,
-     *INDEXING_OPS, *LOGIC_OPS],
+     *INDEXING_OPS, *LOGIC_OPS, *FUSION_OPS],
     [],
 )

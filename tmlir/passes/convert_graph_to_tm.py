@@ -1,20 +1,21 @@
-"""``convert-graph-to-tm``: schedule every graph operator with a template.
+"""``convert-graph-to-tm``: schedule every graph operator (or fusion group) with a template.
 
-In: a ``func.func`` of ``graph`` ops on tensors. Out: one ``tm.kernel`` per operator,
-built by its schedule template (``graph.matmul`` → the SIMT matmul template, elementwise
-ops → the elementwise/broadcast template with the per-element function of
-``tmlir/schedules/elementwise_functions.py``, reductions, softmaxes, layer norms and
-pooling → the row-reduction and pooling templates as ``tmlir/schedules/reduction_ops.py``
-chooses; an op with several results gets a buffer for each), and a host ``func.func`` on memrefs that
-allocates intermediates (``tm.alloc global``), names weights (``tm.weight``) and
-launches the kernels in order. Outputs become trailing function arguments written by
-the kernels (destination passing); an output that no kernel writes (an input or a
-weight returned as is) gets a copy kernel. ``graph.reshape`` gets no kernel: its result
-is a ``tm.view`` of its operand's buffer, and a value returned through reshapes is
-written into the output argument seen through a view. Data-movement ops use
-``tmlir/schedules/data_movement.py``, gathers with run-time indices
-``tmlir/schedules/indexing.py``; convolutions, transposed convolutions and batch
-norms ``tmlir/schedules/conv.py``. Tensors are f32, i64, i32 or i1 (see ``tmlir.dtypes``).
+In: a ``func.func`` of ``graph`` ops on tensors, maybe grouped into ``graph.fused`` regions
+by ``graph-partition``. Out: one ``tm.kernel`` per group (an op outside any group is a
+group of its own) and a host ``func.func`` on memrefs that allocates intermediates
+(``tm.alloc global``), names weights (``tm.weight``) and launches the kernels in order.
+
+Two steps. **Bufferization** gives every value that crosses a kernel boundary a buffer:
+inputs are the function's arguments, outputs become trailing arguments written by the
+kernels (destination passing), weights are ``tm.weight``s, other group results
+``tm.alloc``s; ``graph.reshape`` gets no kernel, its result is a ``tm.view`` of its
+operand's buffer (a value returned through reshapes is written into the output argument
+seen through a view), and an output that no kernel writes (an input or a weight returned
+as is) gets a copy kernel. **Scheduling** builds each group's kernel: the anchor's
+template (``tmlir/schedules/templates.py``, one dispatch for all of them) builds the
+anchor's kernel as if it stood alone, and post-scheduling fusion
+(``tmlir/schedules/fusion.py``) rewrites its loads and stores to compute the group's
+prologue and epilogue. Tensors are f32, i64, i32 or i1 (see ``tmlir.dtypes``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import Float32Type, FunctionType, MemRefType, ModuleOp, TensorType
+from xdsl.dialects.builtin import FunctionType, MemRefType, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -34,17 +35,9 @@ from xdsl.utils.exceptions import PassFailedException
 from tmlir import dtypes
 from tmlir.dialects import graph, tm
 from tmlir.schedules.builder import IRBuilder
-from tmlir.schedules.conv import SCHEDULED_OPS as CONV_OPS
-from tmlir.schedules.conv import conv_op_kernel
-from tmlir.schedules.data_movement import KERNEL_OPS as DATA_MOVEMENT_OPS
-from tmlir.schedules.data_movement import kernel_for as data_movement_kernel
-from tmlir.schedules.elementwise import ElementFunction, elementwise_kernel
-from tmlir.schedules.elementwise_functions import element_function
-from tmlir.schedules.indexing import SCHEDULED_OPS as INDEXING_OPS
-from tmlir.schedules.indexing import indexing_kernel
-from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
-from tmlir.schedules.reduction_ops import SCHEDULED_OPS as REDUCTION_OPS
-from tmlir.schedules.reduction_ops import reduction_kernel
+from tmlir.schedules.elementwise import elementwise_kernel
+from tmlir.schedules.fusion import anchor_of, fuse_group
+from tmlir.schedules.templates import kernel_for
 
 
 def buffer_type(type: TensorType) -> MemRefType:
@@ -58,11 +51,14 @@ def buffer_type(type: TensorType) -> MemRefType:
 
 @dataclass
 class _Lowering:
-    """State of converting one graph function; kernel numbers are unique in the module."""
+    """State of converting one graph function: the host function being built and the
+    buffer of every value seen so far; kernel numbers are unique in the module."""
 
     function: func.FuncOp
     host: IRBuilder
     numbers: Iterator[int]
+    buffers: dict[SSAValue, SSAValue]
+    destination: dict[SSAValue, SSAValue]
 
     def kernel_name(self, op: Operation) -> str:
         kind = "copy" if isinstance(op, func.ReturnOp) else op.name.split(".")[-1]
@@ -77,26 +73,58 @@ class _Lowering:
             return buffer
         return self.host.insert(tm.ViewOp(buffer, wanted), value.name_hint).results[0]
 
+    def result_buffer(self, value: SSAValue) -> SSAValue:
+        """A new buffer for `value`, a kernel's result: the output argument it is returned
+        through, else a ``tm.alloc``."""
+        dest = self.destination.get(value)
+        if dest is not None:
+            return self.view(dest, value)  # the output is (a reshape of) this value
+        return self.host.insert(tm.AllocOp("global", buffer_type(value.type)),
+                                value.name_hint).results[0]
+
     def launch(self, kernel: tm.KernelOp, args: Sequence[SSAValue]) -> None:
         self.function.parent_block().insert_op_before(kernel, self.function)
         self.host.insert(tm.LaunchOp(kernel.sym_name.data, args))
 
-    def elementwise(self, op: Operation, inputs: Sequence[SSAValue], dest: SSAValue,
-                    compute: ElementFunction, expression: str) -> None:
-        kernel = elementwise_kernel(
-            self.kernel_name(op),
-            dest.type.get_shape(),
-            [i.type.get_shape() for i in inputs],
-            compute,
-            expression,
-            element_types=[b.type.element_type for b in (*inputs, dest)],
-        )
-        self.launch(kernel, [*inputs, dest])
+    def schedule(self, members: Sequence[Operation], yielded: Sequence[SSAValue],
+                 results: Sequence[SSAValue]) -> None:
+        """Bufferize `results` (the group's values seen from outside, one per `yielded`
+        value) and launch the kernel of the group of `members`."""
+        for result in results:
+            self.buffers[result] = self.result_buffer(result)
+        inner = {y: self.buffers[r] for y, r in zip(yielded, results)}
+        try:
+            anchor = anchor_of(members, yielded)
+            kernel = kernel_for(self.kernel_name(anchor), anchor)
+            if kernel is None:  # the result has no elements
+                return
+            values: Sequence[SSAValue] = [*anchor.operands, *anchor.results]
+            if len(members) > 1:
+                fused = fuse_group(kernel, members, yielded)
+                kernel, values = fused.kernel, fused.args
+        except ValueError as exc:
+            where = anchor.name if "anchor" in locals() else "graph.fused"
+            raise PassFailedException(f"convert-graph-to-tm: '{where}': {exc}") from exc
+        args = []
+        for value in values:
+            if value not in self.buffers and value not in inner:  # a result nobody reads
+                inner[value] = self.result_buffer(value)
+            args.append(self.buffers[value] if value in self.buffers else inner[value])
+        self.launch(kernel, args)
+
+    def copy(self, source: SSAValue, dest: SSAValue, ret: func.ReturnOp) -> None:
+        """A kernel copying buffer `source` into `dest` (same shape)."""
+        shape = dest.type.get_shape()  # type: ignore[attr-defined]
+        element = dest.type.element_type  # type: ignore[attr-defined]
+        kernel = elementwise_kernel(self.kernel_name(ret), shape, [shape],
+                                    lambda b, xs: xs[0], "x0", element_types=[element] * 2)
+        self.launch(kernel, [source, dest])
 
 
 @dataclass(frozen=True)
 class ConvertGraphToTm(ModulePass):
-    """Schedule graph operators into tm kernels and a host launch sequence."""
+    """Schedule graph operators and fusion groups into tm kernels and a host launch
+    sequence."""
 
     name = "convert-graph-to-tm"
 
@@ -125,8 +153,6 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int]) -> None:
     out_args = new_block.args[len(old.args):]
     for index, (arg, value) in enumerate(zip(out_args, outputs)):
         arg.name_hint = f"out{index}" if value.name_hint is None else f"{value.name_hint}_out"
-    state = _Lowering(function, IRBuilder.at_end(new_block), numbers)
-    buffers = {prev: state.view(new, prev) for prev, new in zip(old.args, new_block.args)}
     # Values written straight into an output buffer (first output that returns them, or a
     # reshape of them: graph.reshape costs no kernel, its result is a tm.view of the buffer).
     destination: dict[SSAValue, SSAValue] = {}
@@ -134,75 +160,29 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int]) -> None:
         value = _reshape_source(value)
         if isinstance(value.owner, Operation) and not isinstance(value.owner, graph.WeightOp):
             destination.setdefault(value, arg)
+    state = _Lowering(function, IRBuilder.at_end(new_block), numbers, {}, destination)
+    for prev, new in zip(old.args, new_block.args):
+        state.buffers[prev] = state.view(new, prev)
 
     for op in list(old.ops):
-        if isinstance(op, func.ReturnOp):
-            break
-        result = op.results[0] if op.results else None
-        if isinstance(op, graph.WeightOp):
-            buffers[result] = state.host.insert(
-                tm.WeightOp(op.weight_name.data, buffer_type(op.result.type)), result.name_hint
-            ).results[0]
-            continue
-        if isinstance(op, graph.ReshapeOp):
-            buffers[result] = state.view(buffers[op.input], result)
-            continue
-        _check_element_types(op)
-        dests = []  # one buffer per result (graph.layer_norm may have three)
-        for value in op.results:
-            dest = destination.get(value)
-            if dest is not None:
-                dest = state.view(dest, value)  # the output is a reshape of this value
-            else:
-                dest = state.host.insert(tm.AllocOp("global", buffer_type(value.type)),
-                                         value.name_hint).results[0]
-            buffers[value] = dest
-            dests.append(dest)
-        dest = dests[0]
-        operands = [buffers[o] for o in op.operands]
-        if isinstance(op, graph.MatmulOp):
-            problem = MatmulProblem(
-                tuple(operands[0].type.get_shape()), tuple(operands[1].type.get_shape()),
-                tuple(dest.type.get_shape()),
-                tuple(operands[2].type.get_shape()) if op.bias is not None else None,
-                op.transpose_lhs is not None, op.transpose_rhs is not None,
-                op.alpha_value, op.beta_value,
-            )
-            kernel = matmul_simt_kernel(
-                state.kernel_name(op), problem, MatmulSimtParams.default_for(problem)
-            )
-            state.launch(kernel, [*operands, dest])
-        elif (element := element_function(op)) is not None:
-            expr, compute = element
-            state.elementwise(op, operands, dest, compute, expr)
-        elif isinstance(op, REDUCTION_OPS):
-            try:
-                kernel = reduction_kernel(state.kernel_name(op), op)
-            except ValueError as exc:
-                raise PassFailedException(f"convert-graph-to-tm: '{op.name}': {exc}") from exc
-            state.launch(kernel, [*operands, *dests])
-        elif isinstance(op, CONV_OPS):
-            try:
-                kernel = conv_op_kernel(state.kernel_name(op), op)
-            except ValueError as exc:
-                raise PassFailedException(f"convert-graph-to-tm: '{op.name}': {exc}") from exc
-            state.launch(kernel, [*operands, dest])
-        elif isinstance(op, (*DATA_MOVEMENT_OPS, *INDEXING_OPS)):
-            build = indexing_kernel if isinstance(op, INDEXING_OPS) else data_movement_kernel
-            try:
-                kernel = build(state.kernel_name(op), op)
-            except ValueError as exc:
-                raise PassFailedException(f"convert-graph-to-tm: '{op.name}': {exc}") from exc
-            if kernel is not None:  # None: the result has no elements
-                state.launch(kernel, [*operands, *dests])
-        else:
-            raise PassFailedException(f"convert-graph-to-tm: no schedule template for '{op.name}'")
+        match op:
+            case func.ReturnOp():
+                break
+            case graph.WeightOp():
+                state.buffers[op.result] = state.host.insert(
+                    tm.WeightOp(op.weight_name.data, buffer_type(op.result.type)),
+                    op.result.name_hint).results[0]
+            case graph.ReshapeOp():
+                state.buffers[op.result] = state.view(state.buffers[op.input], op.result)
+            case graph.FusedOp():
+                state.schedule(op.members, op.yielded, op.results)
+            case _:
+                state.schedule([op], op.results, op.results)
 
     # Outputs that no kernel wrote: copy them.
     for value, arg in zip(outputs, out_args):
-        if _root(buffers[value]) is not arg and math.prod(arg.type.get_shape()):
-            state.elementwise(ret, [buffers[value]], state.view(arg, value), lambda b, xs: xs[0],
-                              "x0")
+        if _root(state.buffers[value]) is not arg and math.prod(arg.type.get_shape()):
+            state.copy(state.buffers[value], state.view(arg, value), ret)
     state.host.insert(func.ReturnOp())
 
     function.body.detach_block(old)
@@ -221,23 +201,3 @@ def _reshape_source(value: SSAValue) -> SSAValue:
     while isinstance(value.owner, graph.ReshapeOp):
         value = value.owner.input
     return value
-
-
-#: Graph ops whose schedules take integer and bool tensors too; every other op's
-#: templates compute in f32 and take f32 tensors only.
-ANY_ELEMENT_TYPE_OPS: tuple[type[Operation], ...] = (
-    graph.AddOp, graph.SubOp, graph.MulOp, graph.DivOp, graph.MaxOp, graph.MinOp,
-    graph.SumOp, graph.NegOp, graph.AbsOp, *graph.LOGIC_OPS, *graph.INDEXING_OPS,
-    graph.TransposeOp, graph.SliceOp, graph.GatherOp, graph.ExpandOp, graph.TileOp,
-    graph.PadOp, graph.ConcatOp, graph.SplitOp,
-)
-
-
-def _check_element_types(op: Operation) -> None:
-    if isinstance(op, ANY_ELEMENT_TYPE_OPS):
-        return
-    for value in (*op.operands, *op.results):
-        element = value.type.get_element_type()  # type: ignore[attr-defined]
-        if not isinstance(element, Float32Type):
-            raise PassFailedException(f"convert-graph-to-tm: '{op.name}' is scheduled for f32 "
-                                      f"tensors only, got {value.type}")

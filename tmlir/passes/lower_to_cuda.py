@@ -1,8 +1,10 @@
 """``lower-to-cuda``: the default pipeline from graph-level IR to the gpu level.
 
-``graph-canonicalize`` → ``graph-fold-batchnorm`` → ``convert-graph-to-tm`` → ``tm-lower-mappings`` →
-``convert-tm-to-gpu`` → ``canonicalize`` → ``arith-simplify`` → ``canonicalize`` →
-``cse``. ``tm-opt model.onnx -p lower-to-cuda -t cuda`` prints the CUDA C of a model.
+``graph-canonicalize`` → ``graph-fold-batchnorm`` → ``graph-partition`` →
+``convert-graph-to-tm`` → ``tm-lower-mappings`` → ``convert-tm-to-gpu`` → ``canonicalize``
+→ ``arith-simplify`` → ``canonicalize`` → ``cse``. ``tm-opt model.onnx -p lower-to-cuda -t
+cuda`` prints the CUDA C of a model; ``-p 'lower-to-cuda{fusion=false}'`` leaves out
+``graph-partition``, so every graph op gets a kernel of its own (the unfused baseline).
 """
 
 from __future__ import annotations
@@ -20,28 +22,43 @@ from tmlir.passes.convert_graph_to_tm import ConvertGraphToTm
 from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu
 from tmlir.passes.graph_canonicalize import GraphCanonicalize
 from tmlir.passes.graph_fold_batchnorm import GraphFoldBatchnorm
+from tmlir.passes.graph_partition import GraphPartition
 from tmlir.passes.tm_lower_mappings import TmLowerMappings
 
-PIPELINE: tuple[ModulePass, ...] = (
-    GraphCanonicalize(),
-    GraphFoldBatchnorm(),
-    ConvertGraphToTm(),
-    TmLowerMappings(),
-    ConvertTmToGpu(),
-    CanonicalizePass(),
-    ArithSimplify(),
-    CanonicalizePass(),
-    CommonSubexpressionElimination(),
-)
+
+def pipeline(fusion: bool = True) -> tuple[ModulePass, ...]:
+    """The passes of ``lower-to-cuda``; without `fusion`, no ``graph-partition``."""
+    return (
+        GraphCanonicalize(),
+        GraphFoldBatchnorm(),
+        *([GraphPartition()] if fusion else []),
+        ConvertGraphToTm(),
+        TmLowerMappings(),
+        ConvertTmToGpu(),
+        CanonicalizePass(),
+        ArithSimplify(),
+        CanonicalizePass(),
+        CommonSubexpressionElimination(),
+    )
+
+
+#: The default pipeline (with fusion).
+PIPELINE: tuple[ModulePass, ...] = pipeline()
 
 
 @dataclass(frozen=True)
 class LowerToCuda(ModulePass):
-    """Run the default pipeline: graph ops in, tmgpu kernels and launches out."""
+    """Run the default pipeline: graph ops in, tmgpu kernels and launches out.
+
+    ``fusion`` (default true): group ops into fusion groups (``graph-partition``), one
+    kernel per group; false gives one kernel per graph op.
+    """
 
     name = "lower-to-cuda"
 
+    fusion: bool = True
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for p in PIPELINE:
+        for p in pipeline(self.fusion):
             p.apply(ctx, op)
         op.verify()

@@ -42,10 +42,12 @@ class IOInfo:
 
 
 def compile_model(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = None,
-                  ) -> tuple[CudaProgram, dict[str, np.ndarray]]:
+                  fusion: bool = True) -> tuple[CudaProgram, dict[str, np.ndarray]]:
     """ONNX model (path, bytes or ModelProto) → CUDA program and its weights.
 
-    `input_shapes` fixes the shapes of dynamic inputs by name (see ``import_onnx``).
+    `input_shapes` fixes the shapes of dynamic inputs by name (see ``import_onnx``);
+    `fusion` false compiles every graph op to a kernel of its own (``lower-to-cuda``'s
+    ``fusion`` option).
     """
     from tmlir.frontends.onnx import import_onnx
     from tmlir.passes.lower_to_cuda import LowerToCuda
@@ -54,7 +56,7 @@ def compile_model(model: Any, input_shapes: Mapping[str, Sequence[int]] | None =
     source = str(model) if isinstance(model, str | os.PathLike) else None
     imported = import_onnx(model, source=source, input_shapes=input_shapes)
     # The context carries the weight table: graph-fold-batchnorm adds folded weights to it.
-    LowerToCuda().apply(make_context(weights=imported.weights), imported.module)
+    LowerToCuda(fusion=fusion).apply(make_context(weights=imported.weights), imported.module)
     return emit_cuda(imported.module), imported.weights
 
 
@@ -98,14 +100,18 @@ class InferenceSession:
     unknown input dims (``batch x 784``) is compiled by the first ``run`` for the shapes
     it is fed, and again for each new combination of input shapes; each compiled variant
     is kept, so a shape seen before runs without compiling.
+
+    ``fusion=False`` compiles one kernel per graph op instead of one per fusion group
+    (for comparing the two; the results agree to rounding).
     """
 
-    def __init__(self, path_or_model: Any, device: str = "emu") -> None:
+    def __init__(self, path_or_model: Any, device: str = "emu", fusion: bool = True) -> None:
         from tmlir.frontends.onnx import declared_inputs, load_model
 
         if device not in DEVICES:
             raise SessionError(f"unknown device '{device}'; expected one of {', '.join(DEVICES)}")
         self.device = device
+        self.fusion = fusion
         self._model = path_or_model
         proto = load_model(path_or_model,
                            str(path_or_model) if isinstance(path_or_model, str | os.PathLike) else None)
@@ -179,7 +185,7 @@ class InferenceSession:
         """The model compiled for these dynamic input shapes (compiled on first use)."""
         key = tuple(sorted(shapes.items()))
         if key not in self._variants:
-            program, weights = compile_model(self._model, shapes or None)
+            program, weights = compile_model(self._model, shapes or None, self.fusion)
             signatures = [k.signature for k in program.kernels]
             if self.device == "emu":
                 from tmlir.backends.emu import compile_emu

@@ -9,7 +9,7 @@ person would write, not a pile of multiplications by one.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from xdsl.dialects import arith, scf
@@ -50,6 +50,11 @@ class IRBuilder:
         if name is not None and op.results:
             op.results[0].name_hint = name
         return op
+
+    @property
+    def block(self) -> Block:
+        """The block ops are inserted into."""
+        return self._points[-1].block
 
     @contextmanager
     def at(self, block: Block) -> Iterator[None]:
@@ -154,13 +159,22 @@ class IRBuilder:
         if condition is None:
             return self.load(buffer, indices, name=name)
         assert isinstance(buffer.type, MemRefType)
-        elem = buffer.type.element_type
+        return self.value_if(condition, lambda: self.load(buffer, indices), 0,
+                             buffer.type.element_type, name)
+
+    def value_if(self, condition: SSAValue | None, value: Callable[[], SSAValue],
+                 fill: float | int | bool, type: Attribute, name: str | None = None) -> SSAValue:
+        """``value()`` where `condition` holds, else the constant `fill` of `type`: an
+        ``scf.if`` whose then-branch `value` fills (so what it loads is loaded only there);
+        just ``value()`` when `condition` is None."""
+        if condition is None:
+            return value()
         then, other = Block(), Block()
         with self.at(then):
-            self.insert(scf.YieldOp(self.load(buffer, indices)))
+            self.insert(scf.YieldOp(value()))
         with self.at(other):
-            self.insert(scf.YieldOp(self.constant(0, elem)))
-        return self.insert(scf.IfOp(condition, [elem], [then], [other]), name).results[0]
+            self.insert(scf.YieldOp(self.constant(fill, type)))
+        return self.insert(scf.IfOp(condition, [type], [then], [other]), name).results[0]
 
     def store(self, value: SSAValue, buffer: SSAValue, indices: Sequence[Index],
               guard: Sequence[int] = ()) -> None:

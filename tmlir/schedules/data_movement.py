@@ -215,7 +215,7 @@ def pad_element(in_shape: Sequence[int], pads: Sequence[int], mode: str, value: 
             return load(0, [b.sub(c, begin) if begin >= 0 else b.add(c, -begin)
                             for c, (begin, _) in zip(i, pairs)])
 
-        return _value_or(b, inside, source, value, element_type)
+        return b.value_if(inside, source, value, element_type, "v")
     return element
 
 
@@ -235,19 +235,6 @@ def _border_index(b: IRBuilder, mode: str, c: Index, n: int, begin: int) -> Inde
     return b.fop(arith.SelectOp, b.lt(c, begin), before, inner) if begin else inner
 
 
-def _value_or(b: IRBuilder, condition: SSAValue | None, value: Callable[[], SSAValue],
-              fill: float, element_type: Attribute) -> SSAValue:
-    """``value()`` where `condition` holds (computed there), else `fill`."""
-    if condition is None:
-        return value()
-    then, other = Block(), Block()
-    with b.at(then):
-        b.insert(scf.YieldOp(value()))
-    with b.at(other):
-        b.insert(scf.YieldOp(b.constant(fill, element_type)))
-    return b.insert(scf.IfOp(condition, [element_type], [then], [other]), "v").results[0]
-
-
 def concat_element(extents: Sequence[int], axis: int, element_type: Attribute) -> Element:
     """The element of the input whose segment of `axis` holds the coordinate: ``if`` on
     the segment bounds, innermost the last input (empty inputs are skipped)."""
@@ -263,16 +250,24 @@ def concat_element(extents: Sequence[int], axis: int, element_type: Attribute) -
             k, *others = rest
             if not others:
                 return from_input(k)
-            then, other = Block(), Block()
-            with b.at(then):
-                b.insert(scf.YieldOp(from_input(k)))
-            with b.at(other):
-                b.insert(scf.YieldOp(select(others)))
             inside = b.lt(i[axis], bounds[k], f"in{k}")
-            return b.insert(scf.IfOp(inside, [element_type], [then], [other]), "v").results[0]
+            return _either(b, inside, lambda: from_input(k), lambda: select(others),
+                           element_type)
 
         return select(pieces)
     return element
+
+
+def _either(b: IRBuilder, condition: SSAValue, then: Callable[[], SSAValue],
+            otherwise: Callable[[], SSAValue], element_type: Attribute) -> SSAValue:
+    """``condition ? then() : otherwise()``, each computed only in its branch."""
+    then_block, other_block = Block(), Block()
+    with b.at(then_block):
+        b.insert(scf.YieldOp(then()))
+    with b.at(other_block):
+        b.insert(scf.YieldOp(otherwise()))
+    return b.insert(scf.IfOp(condition, [element_type], [then_block], [other_block]),
+                    "v").results[0]
 
 
 def split_kernel(name: str, in_shape: Sequence[int], out_shapes: Sequence[Sequence[int]],
