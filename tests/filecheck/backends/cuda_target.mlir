@@ -1,4 +1,4 @@
-// RUN: tm-opt %s -p lower-to-cuda -t cuda | filecheck %s
+// RUN: tm-opt %s -p 'lower-to-cuda{fusion=false}' -t cuda | filecheck %s
 //
 // -t cuda prints each tmgpu.kernel as an extern "C" __global__ function headed by a
 // comment naming its schedule, then the host launch sequence for nvcc only.

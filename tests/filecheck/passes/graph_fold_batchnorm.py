@@ -25,7 +25,9 @@ ones = np.ones(8, np.float32)
 # BN-NEXT:    %bn = graph.conv %x, %conv_weight_folded, %conv_bias_folded {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64}
 # BN-NEXT:    %y = graph.relu %bn
 # BN-NEXT:    func.return %y
-# PIPELINE-COUNT-2: tmgpu.kernel
+# The pipeline (with fusion): one kernel, the convolution with the Relu in its epilogue.
+# PIPELINE-COUNT-1: tmgpu.kernel
+# PIPELINE-SAME:    tm.fused = "epilogue: relu"
 # PIPELINE-NOT:     tmgpu.kernel
 # PIPELINE:         tmgpu.weight "conv.weight.folded"
 save(f"{sys.argv[1]}.bn.onnx", [

@@ -1,9 +1,24 @@
-// RUN: tm-opt %s -p lower-to-cuda | filecheck %s
+// RUN: tm-opt %s -p 'lower-to-cuda{fusion=false}' | filecheck %s
 // RUN: tm-opt %s -p lower-to-cuda | filecheck %s --check-prefix=LEVEL
+// RUN: tm-opt %s -p lower-to-cuda | filecheck %s --check-prefix=FUSED
 //
-// lower-to-cuda runs the whole pipeline (convert-graph-to-tm, tm-lower-mappings,
-// convert-tm-to-gpu, canonicalize, arith-simplify, canonicalize, cse): graph ops in,
-// tmgpu kernels and launches out.
+// lower-to-cuda runs the whole pipeline (graph-canonicalize, graph-fold-batchnorm,
+// graph-partition, convert-graph-to-tm, tm-lower-mappings, convert-tm-to-gpu, canonicalize,
+// arith-simplify, canonicalize, cse): graph ops in, tmgpu kernels and launches out. With
+// {fusion=false} there is no graph-partition: one kernel per graph op.
+
+// Fused: one kernel, the matmul's, storing relu(sum) straight into the output.
+// FUSED-LABEL: tmgpu.kernel @matmul_0(%A: memref<4x8xf32>, %B: memref<8x6xf32>, %y: memref<4x6xf32>) block(32)
+// FUSED-SAME:    tm.fused = "epilogue: relu"
+// FUSED:         %sum = memref.load %acc
+// FUSED:         scf.if %in_range {
+// FUSED-NEXT:      arith.cmpf olt, %sum,
+// FUSED-NEXT:      %[[R:[0-9]+]] = arith.select
+// FUSED-NEXT:      memref.store %[[R]], %y[%row, %col] : memref<4x6xf32>
+// FUSED-NOT:     tmgpu.kernel
+// FUSED-LABEL: func.func @mlp(%x: memref<4x8xf32>, %w: memref<8x6xf32>, %y_out: memref<4x6xf32>)
+// FUSED-NEXT:    tmgpu.launch @matmul_0(%x, %w, %y_out) grid(1) block(32)
+// FUSED-NEXT:    func.return
 
 // No graph or tm op survives (only the tm.* attributes that the CUDA printer reads).
 // LEVEL-NOT: graph.

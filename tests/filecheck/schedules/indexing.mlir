@@ -1,5 +1,5 @@
 // RUN: tm-opt %s -p convert-graph-to-tm | filecheck %s
-// RUN: tm-opt %s -p lower-to-cuda -t cuda | filecheck %s --check-prefix=CUDA
+// RUN: tm-opt %s -p 'lower-to-cuda{fusion=false}' -t cuda | filecheck %s --check-prefix=CUDA
 //
 // Gathers with run-time indices (schedules/indexing.py) on the data-movement template: each
 // thread loads its index in the index tensor's own type, wraps a negative one, clamps it
