@@ -60,7 +60,12 @@ def project_targets() -> dict[str, Callable[[], type[Target]]]:
 
         return CudaTarget
 
-    return {"cuda": cuda}
+    def dot() -> type[Target]:
+        from tmlir.backends.dot import DotTarget
+
+        return DotTarget
+
+    return {"cuda": cuda, "dot": dot}
 
 
 def make_context(weights=None):
