@@ -31,9 +31,10 @@ The kernel's arguments become the group's inputs (each value once), then its out
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from typing import Any
 
 from xdsl.dialects.builtin import MemRefType, StringAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
@@ -300,21 +301,29 @@ class _Rewrite:
         _unique_names(block.args)
         return self.kernel
 
+    def _accesses(self, arg: BlockArgument, kind: type[tm.LoadOp] | type[tm.StoreOp],
+                  what: str) -> Iterator[tuple[Any, IRBuilder, Sequence[int]]]:
+        """Each access of `arg` (which must be a `kind`), a builder before it, and the
+        shape of the buffer."""
+        shape = arg.type.get_shape()  # type: ignore[attr-defined]
+        for use in list(arg.uses):
+            access = use.operation
+            if not isinstance(access, kind) or access.memref is not arg:
+                raise FusionError(f"kernel @{self.kernel.sym_name.data} uses its {what} "
+                                  f"'{arg.name_hint}' in '{access.name}'; fusion needs "
+                                  f"{kind.name}")
+            yield access, IRBuilder.before(access), shape
+
     # ---- prologue ---------------------------------------------------------------------
     def prologue(self, arg: BlockArgument, value: SSAValue) -> None:
         """Every load of `arg` (the anchor's operand `value`, computed in the group) becomes
         the computation of that element."""
-        for use in list(arg.uses):
-            load = use.operation
-            if not isinstance(load, tm.LoadOp) or load.memref is not arg:
-                raise FusionError(f"kernel @{self.kernel.sym_name.data} uses its input "
-                                  f"'{arg.name_hint}' in '{load.name}'; fusion needs tm.load")
-            b = IRBuilder.before(load)
-            shape = arg.type.get_shape()  # type: ignore[attr-defined]
+        for load, b, shape in self._accesses(arg, tm.LoadOp, "input"):
             condition = _in_bounds(b, load, shape)
             evaluator = _Evaluator(self, b, {})
 
-            def compute(load: tm.LoadOp = load, evaluator: _Evaluator = evaluator) -> SSAValue:
+            def compute(load: tm.LoadOp = load, evaluator: _Evaluator = evaluator,
+                        b: IRBuilder = b) -> SSAValue:
                 coords = _tensor_coords(b, list(load.indices), shape, shape_of(value))
                 return evaluator.value(value, coords)
 
@@ -331,13 +340,7 @@ class _Rewrite:
         `sinks` (yielded downstream values) at the coordinates the stored element maps to;
         the store itself stays only if `result` is yielded."""
         paths = {sink: _path(result, sink, members, shape) for sink in sinks}
-        for use in list(arg.uses):
-            store = use.operation
-            if not isinstance(store, tm.StoreOp) or store.memref is not arg:
-                raise FusionError(f"kernel @{self.kernel.sym_name.data} uses its output "
-                                  f"'{arg.name_hint}' in '{store.name}'; fusion needs tm.store")
-            b = IRBuilder.before(store)
-            buffer_shape = arg.type.get_shape()  # type: ignore[attr-defined]
+        for store, b, buffer_shape in self._accesses(arg, tm.StoreOp, "output"):
             condition = _in_bounds(b, store, buffer_shape)
             with b.if_(condition) if condition is not None else nullcontext():
                 coords = _tensor_coords(b, list(store.indices), buffer_shape, shape_of(result))
