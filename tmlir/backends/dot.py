@@ -158,8 +158,8 @@ def emit_dot(module: ModuleOp, weights: bool = False) -> str:
     return "\n".join([
         "// graph-level IR drawn by tm-opt -t dot; render it with: dot -Tsvg this.dot -o this.svg",
         f"digraph {quote(title)} {{",
-        "  node [shape = box, style = \"rounded,filled\", fillcolor = white, fontname = Helvetica, "
-        "fontsize = 10];",
+        ("  node [shape = box, style = \"rounded,filled\", fillcolor = white, "
+         "fontname = Helvetica, fontsize = 10];"),
         "  edge [color = \"#555555\", arrowsize = 0.6];",
         *drawer.lines,
         *drawer.edges,

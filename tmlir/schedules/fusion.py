@@ -301,7 +301,7 @@ class _Rewrite:
         _unique_names(block.args)
         return self.kernel
 
-    def _accesses(self, arg: BlockArgument, kind: type[tm.LoadOp] | type[tm.StoreOp],
+    def _accesses(self, arg: BlockArgument, kind: type[tm.LoadOp | tm.StoreOp],
                   what: str) -> Iterator[tuple[Any, IRBuilder, Sequence[int]]]:
         """Each access of `arg` (which must be a `kind`), a builder before it, and the
         shape of the buffer."""
@@ -323,7 +323,7 @@ class _Rewrite:
             evaluator = _Evaluator(self, b, {})
 
             def compute(load: tm.LoadOp = load, evaluator: _Evaluator = evaluator,
-                        b: IRBuilder = b) -> SSAValue:
+                        b: IRBuilder = b, shape: Sequence[int] = shape) -> SSAValue:
                 coords = _tensor_coords(b, list(load.indices), shape, shape_of(value))
                 return evaluator.value(value, coords)
 
