@@ -4,13 +4,18 @@
     .venv/bin/python benchmarks/model_compile.py       # those two; or name .onnx files
     .venv/bin/python benchmarks/model_compile.py examples/models/resnet.onnx --no-ptxas
     .venv/bin/python benchmarks/model_compile.py --profile convert-graph-to-tm   # cProfile one stage
+    .venv/bin/python benchmarks/model_compile.py --fusion on     # only with fusion (default: both)
 
 Stages, each timed once (wall clock): ONNX load, import (shape inference, constant folding,
-graph IR), every pass of the `lower-to-cuda` pipeline on its own plus its final verify, CUDA C
+graph IR), every pass of the `lower-to-cuda` pipeline on its own plus its final verify, the cost
+report (FLOPs, global bytes and H100 roofline time per launch, `tmlir.backends.cost`), CUDA C
 emission, NVRTC PTX for sm_90 and (unless --no-ptxas) `nvcc -cubin -Xptxas -v` for the register
 and spill report. The artifact cache is bypassed (a fresh `TMLIR_CACHE_DIR` per model). Reports
-graph ops, kernels (by schedule template), launches, CUDA C lines and PTX bytes. A model that
-fails is one line naming the stage and the error; the others still run. Writes
+graph ops, kernels (by schedule template), launches, the cost totals and the 10 launches with the
+longest roofline time, CUDA C lines and PTX bytes. A model that fails is one line naming the stage
+and the error; the others still run. Each model is compiled with fusion and without
+(`lower-to-cuda{fusion=false}`) unless `--fusion on|off` says otherwise, and a last table sets
+the two side by side (kernels, global bytes, roofline time, compile time). Writes
 benchmarks/results/model_compile.json with machine, date and versions.
 """
 
@@ -42,6 +47,8 @@ RESULT = ROOT / "benchmarks" / "results" / "model_compile.json"
 ARCH = "sm_90"
 PACKAGES = ("xdsl", "onnx", "numpy", "nvidia-cuda-nvrtc", "cuda-python")
 LOAD, IMPORT, VERIFY, EMIT = "onnx load", "import (fold + shapes + graph)", "verify", "emit CUDA C"
+COST = "cost report"
+TOP_KERNELS = 10
 PTX, PTXAS = f"NVRTC PTX {ARCH}", f"ptxas -v {ARCH} (nvcc -cubin)"
 
 
@@ -108,7 +115,10 @@ def all_stages() -> list[str]:
     """Every stage name, in order (the pipeline's passes read from `lower-to-cuda`)."""
     from tmlir.passes.lower_to_cuda import PIPELINE
 
-    return [LOAD, IMPORT, *stage_names(PIPELINE), VERIFY, EMIT, PTX, PTXAS]
+    return [LOAD, IMPORT, *stage_names(PIPELINE), VERIFY, COST, EMIT, PTX, PTXAS]
+
+
+FUSION_MODES = {"on": (True,), "off": (False,), "both": (True, False)}
 
 
 def count_ops(module: Any) -> tuple[int, int]:
@@ -121,6 +131,26 @@ def count_ops(module: Any) -> tuple[int, int]:
 def count_all(module: Any) -> int:
     """Every operation in `module`, nested ones included."""
     return sum(1 for _ in module.walk())
+
+
+def cost_summary(cost: Any) -> dict[str, Any]:
+    """The totals of a `ModelCost` and its TOP_KERNELS launches by roofline time."""
+    return {
+        "launches": len(cost.launches),
+        "kernels": cost.kernels,
+        "flops": cost.flops,
+        "bytes_read": cost.bytes_read,
+        "bytes_written": cost.bytes_written,
+        "roofline_us": round(cost.seconds * 1e6, 3),
+        "compute_bound": cost.bound_count("compute"),
+        "memory_bound": cost.bound_count("memory"),
+        "top_kernels": [
+            {"kernel": k.kernel, "template": k.template, "grid": k.grid, "block": k.block,
+             "flops": k.flops, "bytes_read": k.bytes_read, "bytes_written": k.bytes_written,
+             "roofline_us": round(k.seconds * 1e6, 3), "bound": k.bound}
+            for k in cost.top(TOP_KERNELS)
+        ],
+    }
 
 
 def ptxas_summary(stats: dict) -> dict[str, Any]:
@@ -151,14 +181,17 @@ def cold_cache() -> Iterator[None]:
                 os.environ["TMLIR_CACHE_DIR"] = saved
 
 
-def compile_stages(path: Path, timer: StageTimer, with_ptxas: bool, report: dict[str, Any]) -> None:
+def compile_stages(path: Path, timer: StageTimer, with_ptxas: bool, fusion: bool,
+                   report: dict[str, Any]) -> None:
     """Run every stage on `path`, filling `report` as they finish (so a failure keeps the rest)."""
+    from tmlir.backends.cost import cost_report, totals_line
     from tmlir.backends.cuda_c import emit_cuda
     from tmlir.backends.ptx import compile_ptx, ptx_kernel_names, ptxas_stats
     from tmlir.frontends.onnx import import_onnx, load_model
-    from tmlir.passes.lower_to_cuda import PIPELINE
+    from tmlir.passes.lower_to_cuda import pipeline
     from tmlir.registry import make_context
 
+    passes = pipeline(fusion)
     proto = timer.run(LOAD, lambda: load_model(str(path)))
     report["onnx_nodes"] = len(proto.graph.node)
     imported = timer.run(IMPORT, lambda: import_onnx(proto, source=str(path)))
@@ -166,11 +199,14 @@ def compile_stages(path: Path, timer: StageTimer, with_ptxas: bool, report: dict
     module = imported.module
     ctx = make_context(weights=imported.weights)
     report["ir_ops_after"] = {"import": count_all(module)}
-    for name, p in zip(stage_names(PIPELINE), PIPELINE):
+    for name, p in zip(stage_names(passes), passes):
         timer.run(name, lambda p=p: p.apply(ctx, module))
         report["ir_ops_after"][name] = count_all(module)  # not timed
     timer.run(VERIFY, module.verify)
     report["gpu_level_ops"] = count_all(module)
+    cost = timer.run(COST, lambda: cost_report(module))
+    report["cost"] = cost_summary(cost)
+    print(f"    {totals_line(cost)}", flush=True)
     program = timer.run(EMIT, lambda: emit_cuda(module))
     report["kernels"] = len(program.kernels)
     report["launches"] = len(program.launches)
@@ -185,17 +221,18 @@ def compile_stages(path: Path, timer: StageTimer, with_ptxas: bool, report: dict
         report["ptxas"] = ptxas_summary(stats)
 
 
-def benchmark_model(path: Path, profile: frozenset[str], with_ptxas: bool) -> dict[str, Any]:
+def benchmark_model(path: Path, profile: frozenset[str], with_ptxas: bool,
+                    fusion: bool) -> dict[str, Any]:
     """The report of one model: stage times, sizes, counts, or the stage that failed."""
-    print(f"{display_path(path)}:", flush=True)
-    report: dict[str, Any] = {"model": display_path(path)}
+    print(f"{display_path(path)} ({'fused' if fusion else 'unfused'}):", flush=True)
+    report: dict[str, Any] = {"model": display_path(path), "fusion": fusion}
     timer = StageTimer(profile)
     start = time.perf_counter()
     try:
         if not path.exists():
             raise StageFailed(LOAD, f"no such file: {display_path(path)} (run `make full-models`)")
         with cold_cache():
-            compile_stages(path, timer, with_ptxas, report)
+            compile_stages(path, timer, with_ptxas, fusion, report)
         report["status"] = "ok"
     except StageFailed as failure:
         report["status"] = "failed"
@@ -217,7 +254,7 @@ def display_path(path: Path) -> str:
 
 def print_table(reports: list[dict[str, Any]]) -> None:
     """Stage times side by side, then IR sizes and counts; a failed model shows its one-line error."""
-    names = [Path(r["model"]).stem for r in reports]
+    names = [column_name(r) for r in reports]
     width = max(12, *(len(n) for n in names))
     print(f"\n{'stage':<32}" + "".join(f"{n:>{width}}" for n in names))
     for stage in dict.fromkeys(s["stage"] for r in reports for s in r["seconds"]):
@@ -232,6 +269,8 @@ def print_table(reports: list[dict[str, Any]]) -> None:
         print_row(label, reports, key, width)
     for label, key in PTXAS_ROWS:
         print_row(label, [r.get("ptxas", {}) for r in reports], key, width)
+    for label, key in COST_ROWS:
+        print_row(label, [r.get("cost", {}) for r in reports], key, width)
     for name, r in zip(names, reports):
         if r["status"] != "ok":
             print(f"{name}: FAILED in {r['failed_stage']}: {r['error']}")
@@ -244,6 +283,50 @@ COUNT_ROWS = (("onnx nodes", "onnx_nodes"), ("graph ops", "graph_ops"), ("weight
               ("CUDA C lines", "cuda_c_lines"), ("PTX bytes", "ptx_bytes"),
               ("peak RSS MiB (so far)", "peak_rss_mib_so_far"))
 PTXAS_ROWS = (("registers max", "registers_max"), ("spilling kernels", "spilling_kernels"))
+COST_ROWS = (("FLOPs (cost)", "flops"), ("bytes read (cost)", "bytes_read"),
+             ("bytes written (cost)", "bytes_written"), ("roofline us H100 (cost)", "roofline_us"))
+
+
+def column_name(report: dict[str, Any]) -> str:
+    """The model's name, marked when it was compiled without fusion."""
+    return Path(report["model"]).stem + ("" if report.get("fusion", True) else "/unfused")
+
+
+def fusion_comparison(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per model compiled both ways: kernels, global bytes, roofline and compile time, fused
+    against unfused (ratios fused / unfused)."""
+    rows = []
+    for fused in (r for r in reports if r.get("fusion") and r["status"] == "ok"):
+        unfused = next((r for r in reports if r["model"] == fused["model"]
+                        and not r.get("fusion") and r["status"] == "ok"), None)
+        if unfused is None:
+            continue
+
+        def moved(r: dict[str, Any]) -> int:
+            return r["cost"]["bytes_read"] + r["cost"]["bytes_written"]
+
+        rows.append({
+            "model": fused["model"],
+            "kernels": [fused["kernels"], unfused["kernels"]],
+            "global_bytes": [moved(fused), moved(unfused)],
+            "global_bytes_ratio": round(moved(fused) / moved(unfused), 4),
+            "roofline_us": [fused["cost"]["roofline_us"], unfused["cost"]["roofline_us"]],
+            "compile_seconds": [round(fused["total_seconds"], 2),
+                                round(unfused["total_seconds"], 2)],
+        })
+    return rows
+
+
+def print_comparison(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    print("\nfusion (fused vs unfused)")
+    for row in rows:
+        (kf, ku), (bf, bu), (rf, ru), (cf, cu) = (row["kernels"], row["global_bytes"],
+                                                  row["roofline_us"], row["compile_seconds"])
+        print(f"  {Path(row['model']).stem}: kernels {kf} vs {ku}, global bytes {bf / 1e6:.1f} MB "
+              f"vs {bu / 1e6:.1f} MB ({100 * (1 - bf / bu):.1f}% less), roofline {rf:.1f} us vs "
+              f"{ru:.1f} us, compile {cf:.1f} s vs {cu:.1f} s")
 
 
 def print_row(label: str, columns: list[dict[str, Any]], key: str, width: int) -> None:
@@ -284,18 +367,24 @@ def main() -> None:
     parser.add_argument("--profile", action="append", default=[], metavar="STAGE",
                         help="run STAGE (a name from the table) under cProfile and print its hotspots")
     parser.add_argument("--out", type=Path, default=RESULT, help=f"JSON result (default: {display_path(RESULT)})")
+    parser.add_argument("--fusion", choices=sorted(FUSION_MODES), default="both",
+                        help="compile with fusion, without, or both (default)")
     args = parser.parse_args()
     unknown = [stage for stage in args.profile if stage not in all_stages()]
     if unknown:
         parser.error(f"--profile: no stage {unknown[0]!r}; stages: {', '.join(all_stages())}")
 
     load_before = os.getloadavg()
-    reports = [benchmark_model(path, frozenset(args.profile), not args.no_ptxas) for path in args.models]
+    reports = [benchmark_model(path, frozenset(args.profile), not args.no_ptxas, fusion)
+               for path in args.models for fusion in FUSION_MODES[args.fusion]]
     print_table(reports)
+    comparison = fusion_comparison(reports)
+    print_comparison(comparison)
     result = {
         "benchmark": "model_compile",
         "arch": ARCH,
         "models": reports,
+        "fusion_comparison": comparison,
         "profiled_stages": args.profile,
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version(),
                     "load_average_1min": {"before": load_before[0], "after": os.getloadavg()[0]}},

@@ -65,7 +65,12 @@ def project_targets() -> dict[str, Callable[[], type[Target]]]:
 
         return DotTarget
 
-    return {"cuda": cuda, "dot": dot}
+    def cost() -> type[Target]:
+        from tmlir.backends.cost import CostTarget
+
+        return CostTarget
+
+    return {"cuda": cuda, "dot": dot, "cost": cost}
 
 
 def make_context(weights=None):

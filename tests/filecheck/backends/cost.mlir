@@ -1,0 +1,123 @@
+// RUN: tm-opt %s --split-input-file --verify-diagnostics -t cost | filecheck %s
+// RUN: tm-opt %s --split-input-file --verify-diagnostics -t 'cost{format=json}' | filecheck %s --check-prefix=JSON
+// RUN: not tm-opt %s -t cost 2>&1 | filecheck %s --check-prefix=GRAPH
+// RUN: not tm-opt %s -t 'cost{format=xml}' 2>&1 | filecheck %s --check-prefix=FORMAT
+//
+// -t cost: one row per launch, FLOPs weighted by loop trip counts (the larger branch of an
+// scf.if) times grid x block threads, whole buffers read and written (a view of a buffer the
+// launch already reads counts once), roofline time on an H100 SXM5. The first chunk is
+// graph-level IR: with --verify-diagnostics its error is printed in place; without the split
+// (the whole file one module) tm-opt exits 1 with that one line.
+//
+// @scale: 2 FLOPs per thread (the mulf and the addf of the guarded branch; the cmpi is not
+// one), 4096 x 256 threads: 2097152 FLOPs; reads and writes 4 MiB, so memory-bound:
+// 8 MiB / 3.35 TB/s = 2.504 us.
+// @tile: 32 x 8 iterations of a mulf and an addf, plus the larger branch of the epilogue's
+// scf.if (a maximumf against nothing): 513 FLOPs per thread, 16 x 256 threads: 2101248
+// FLOPs on 16 KiB read (%w and its view %wf: one buffer) and 16 KiB written, an intensity
+// of 64 FLOP/byte, above the ridge point (20): compute-bound, 2101248 / 67 TFLOP/s = 0.031 us.
+
+// CHECK:      {{^}}'graph.relu' is above the gpu level; run -p lower-to-cuda first{{$}}
+// CHECK-NEXT: {{^}}//{{ -----$}}
+// CHECK-NEXT: {{^}}# roofline on H100 SXM5: 67 TFLOP/s FP32, 3.35 TB/s HBM3, ridge 20 FLOP/byte; no launch overhead
+// CHECK-NEXT: {{^}}kernel  template      grid x block  MFLOP  KiB read  KiB written  roofline µs  bound{{$}}
+// CHECK-NEXT: {{^}}scale   elementwise     4096 x 256  2.097   4096.00      4096.00        2.504  memory{{$}}
+// CHECK-NEXT: {{^}}tile    hand-written      16 x 256  2.101     16.00        16.00        0.031  compute{{$}}
+// CHECK-NEXT: {{^}}total: 2 launches, 2 kernels, 4.198 MFLOP, 4112.00 KiB read, 4112.00 KiB written, 2.535 µs roofline (1 compute-bound, 1 memory-bound){{$}}
+// CHECK-NOT:  {{.}}
+
+// JSON:      {{^}}'graph.relu' is above the gpu level; run -p lower-to-cuda first{{$}}
+// JSON-NEXT: {{^}}//{{ -----$}}
+// JSON-NEXT: {{^}}{
+// JSON:      "launches": 2,
+// JSON-NEXT: "kernels": 2,
+// JSON-NEXT: "flops": 4198400,
+// JSON-NEXT: "bytes_read": 4210688,
+// JSON-NEXT: "bytes_written": 4210688,
+// JSON:      "kernel": "scale",
+// JSON-NEXT: "template": "elementwise",
+// JSON-NEXT: "grid": 4096,
+// JSON-NEXT: "block": 256,
+// JSON-NEXT: "flops": 2097152,
+// JSON-NEXT: "bytes_read": 4194304,
+// JSON-NEXT: "bytes_written": 4194304,
+// JSON:      "bound": "memory",
+// JSON:      "kernel": "tile",
+// JSON:      "flops": 2101248,
+// JSON-NEXT: "bytes_read": 16384,
+// JSON-NEXT: "bytes_written": 16384,
+// JSON:      "bound": "compute",
+// JSON:      "intensity": 64.125
+
+// GRAPH:     {{^}}tm-opt: error: 'graph.relu' is above the gpu level; run -p lower-to-cuda first{{$}}
+// GRAPH-NOT: {{.}}
+
+// FORMAT:     {{^}}tm-opt: error: -t cost: format must be one of table, json, got 'xml'{{$}}
+// FORMAT-NOT: {{.}}
+
+func.func @graph_level(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = graph.relu %x : tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+
+// -----
+
+tmgpu.kernel @scale(%x: memref<1048576xf32>, %y: memref<1048576xf32>) block(256) attributes {tm.template = "elementwise"} {
+  %tid = tmgpu.thread_id x
+  %bid = tmgpu.block_id x
+  %c256 = arith.constant 256 : index
+  %n = arith.constant 1048576 : index
+  %0 = arith.muli %bid, %c256 : index
+  %i = arith.addi %0, %tid : index
+  %in = arith.cmpi ult, %i, %n : index
+  scf.if %in {
+    %v = memref.load %x[%i] : memref<1048576xf32>
+    %sq = arith.mulf %v, %v : f32
+    %r = arith.addf %sq, %v : f32
+    memref.store %r, %y[%i] : memref<1048576xf32>
+  }
+}
+
+tmgpu.kernel @tile(%w: memref<64x64xf32>, %wf: memref<4096xf32>, %c: memref<64x64xf32>) block(256) {
+  %tid = tmgpu.thread_id x
+  %bid = tmgpu.block_id x
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %c256 = arith.constant 256 : index
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = tmgpu.local_alloc : memref<1xf32>
+  memref.store %zero, %acc[%c0] : memref<1xf32>
+  %row = arith.divui %tid, %c64 : index
+  %col = arith.remui %tid, %c64 : index
+  scf.for %kt = %c0 to %c256 step %c8 {
+    scf.for %kk = %c0 to %c8 step %c1 {
+      %k = arith.remui %kk, %c64 : index
+      %a = memref.load %w[%row, %k] : memref<64x64xf32>
+      %b = memref.load %wf[%col] : memref<4096xf32>
+      %p = arith.mulf %a, %b : f32
+      %s = memref.load %acc[%c0] : memref<1xf32>
+      %t = arith.addf %s, %p : f32
+      memref.store %t, %acc[%c0] : memref<1xf32>
+    } {tm.unroll}
+  }
+  %sum = memref.load %acc[%c0] : memref<1xf32>
+  %pos = arith.cmpf ogt, %sum, %zero : f32
+  %out = scf.if %pos -> (f32) {
+    %m = arith.maximumf %sum, %zero : f32
+    scf.yield %m : f32
+  } else {
+    scf.yield %zero : f32
+  }
+  memref.store %out, %c[%row, %col] : memref<64x64xf32>
+}
+
+func.func @main(%x: memref<1048576xf32>, %y: memref<1048576xf32>) {
+  %w = tmgpu.weight "w" : memref<64x64xf32>
+  %wf = tmgpu.view %w : memref<64x64xf32> to memref<4096xf32>
+  %c = tmgpu.alloc : memref<64x64xf32>
+  tmgpu.launch @scale(%x, %y) grid(4096) block(256) : memref<1048576xf32>, memref<1048576xf32>
+  tmgpu.launch @tile(%w, %wf, %c) grid(16) block(256) : memref<64x64xf32>, memref<4096xf32>, memref<64x64xf32>
+  func.return
+}
