@@ -95,6 +95,9 @@ class _Lowering:
         inner = {y: self.buffers[r] for y, r in zip(yielded, results)}
         try:
             anchor = anchor_of(members, yielded)
+        except ValueError as exc:
+            raise PassFailedException(f"convert-graph-to-tm: 'graph.fused': {exc}") from exc
+        try:
             kernel = kernel_for(self.kernel_name(anchor), anchor)
             if kernel is None:  # the result has no elements
                 return
@@ -103,8 +106,7 @@ class _Lowering:
                 fused = fuse_group(kernel, members, yielded)
                 kernel, values = fused.kernel, fused.args
         except ValueError as exc:
-            where = anchor.name if "anchor" in locals() else "graph.fused"
-            raise PassFailedException(f"convert-graph-to-tm: '{where}': {exc}") from exc
+            raise PassFailedException(f"convert-graph-to-tm: '{anchor.name}': {exc}") from exc
         args = []
         for value in values:
             if value not in self.buffers and value not in inner:  # a result nobody reads
