@@ -108,9 +108,9 @@ class _Partition:
         shape = GroupShape(anchor, {anchor.results[0]: ()})
         taken: list[Operation] = []
         best = 0
+        leaving = self.leaving({anchor})
         while len(group.members) + len(taken) < MAX_GROUP_OPS:
             members = {anchor, *taken}
-            leaving = self.leaving(members)
             readers = [u.operation for v in leaving for u in v.uses
                        if u.operation not in members]
             if not readers:
@@ -125,7 +125,8 @@ class _Partition:
             assert steps is not None
             shape.maps[reader.results[0]] = steps
             taken.append(reader)
-            if len(self.leaving({anchor, *taken})) == 1:
+            leaving = self.leaving({anchor, *taken})
+            if len(leaving) == 1:
                 best = len(taken)
         for op in taken[:best]:
             self.add(group, op)

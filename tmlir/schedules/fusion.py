@@ -31,7 +31,7 @@ The kernel's arguments become the group's inputs (each value once), then its out
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, KeysView, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +42,7 @@ from xdsl.rewriter import Rewriter
 
 from tmlir.dialects import graph, tm
 from tmlir.schedules.builder import Index, IRBuilder
+from tmlir.schedules.data_movement import buffer_indices
 from tmlir.schedules.injective import (
     element_of,
     forward_index,
@@ -126,8 +127,8 @@ class GroupShape:
     maps: dict[SSAValue, tuple[Step, ...]] = field(default_factory=dict)
 
     @property
-    def downstream(self) -> set[SSAValue]:
-        return set(self.maps)
+    def downstream(self) -> KeysView[SSAValue]:
+        return self.maps.keys()
 
     def join(self, op: Operation) -> tuple[Step, ...] | None:
         """The map of `op`'s result if it can join the epilogue: every operand it reads
@@ -324,7 +325,7 @@ class _Rewrite:
 
             def compute(load: tm.LoadOp = load, evaluator: _Evaluator = evaluator,
                         b: IRBuilder = b, shape: Sequence[int] = shape) -> SSAValue:
-                coords = _tensor_coords(b, list(load.indices), shape, shape_of(value))
+                coords = reshape_index(b, list(load.indices), shape, shape_of(value))
                 return evaluator.value(value, coords)
 
             result = b.value_if(condition, compute, 0, load.result.type)
@@ -343,7 +344,7 @@ class _Rewrite:
         for store, b, buffer_shape in self._accesses(arg, tm.StoreOp, "output"):
             condition = _in_bounds(b, store, buffer_shape)
             with b.if_(condition) if condition is not None else nullcontext():
-                coords = _tensor_coords(b, list(store.indices), buffer_shape, shape_of(result))
+                coords = reshape_index(b, list(store.indices), buffer_shape, shape_of(result))
                 evaluator = _Evaluator(self, b, {result: store.value})
                 for sink in sinks:
                     at = coords
@@ -352,7 +353,7 @@ class _Rewrite:
                         assert mapped is not None
                         at = mapped
                     value = evaluator.value(sink, at)
-                    b.store(value, self.output_arg(sink), _buffer_indices(at))
+                    b.store(value, self.output_arg(sink), buffer_indices(at))
             if result not in self.yielded:
                 Rewriter.erase_op(store)
 
@@ -407,7 +408,7 @@ class _Evaluator:
             result = element(self.b, list(coords),
                              lambda k, at: self.value(op.operands[k], at))
         else:
-            result = self.b.load(self.rewrite.input_arg(value), _buffer_indices(coords))
+            result = self.b.load(self.rewrite.input_arg(value), buffer_indices(coords))
         self.memo[key] = result
         return result
 
@@ -420,18 +421,6 @@ def _in_bounds(b: IRBuilder, access: tm.LoadOp | tm.StoreOp,
     if condition is not None:
         condition.name_hint = "in_range"
     return condition
-
-
-def _tensor_coords(b: IRBuilder, indices: Sequence[Index], buffer: Sequence[int],
-                   tensor: Sequence[int]) -> list[Index]:
-    """Coordinates in the tensor of an element indexed in a buffer of the same data."""
-    if tuple(buffer) == tuple(tensor):
-        return list(indices)
-    return reshape_index(b, indices, buffer, tensor)
-
-
-def _buffer_indices(coords: Sequence[Index]) -> list[Index]:
-    return list(coords) or [0]  # a rank-0 tensor's buffer has one element
 
 
 def _buffer_type(value: SSAValue) -> MemRefType:
