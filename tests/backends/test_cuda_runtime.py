@@ -193,3 +193,23 @@ def test_cubin_image(arch: str) -> None:
     mod.synchronize()
     np.testing.assert_array_equal(dc.to_host(), 2 * a)
 
+
+
+def test_views_point_into_their_buffer_and_free_nothing() -> None:
+    arena = _fake_buffer(0x10000, np.uint8, 1024)
+    arena.nbytes = 1024
+    try:
+        view = arena.view(256, (4, 8), np.float32)
+        assert (view.ptr, view.shape, view.nbytes, view.base) == (0x10100, (4, 8), 128, arena)
+        params, _ = pack_args(BLOCK_SUM, [view, view, 1.0])
+        assert ctypes.c_uint64.from_address(int(params[0])).value == 0x10100
+        with pytest.raises(ValueError, match="does not fit"):
+            arena.view(1000, (8,), np.float32)
+        view.free()  # releases the reference only
+        assert arena.ptr == 0x10000 and view.ptr == 0
+        other = arena.view(0, (1,), np.float32)
+        arena.ptr = 0  # the arena freed: its views are dead too
+        with pytest.raises(CudaRuntimeError, match="after free"):
+            pack_args(BLOCK_SUM, [other, other, 1.0])
+    finally:
+        arena.ptr = 0

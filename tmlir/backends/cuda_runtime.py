@@ -1,9 +1,11 @@
 """Load PTX/CUBIN into the CUDA driver and launch kernels (through `cuda.bindings.driver`).
 
 The runtime uses device 0's primary context, made current on the calling thread before
-each driver call. Kernels run on the default stream, so launches and the synchronous
-copies of `DeviceBuffer` are ordered without extra synchronization; `synchronize()` waits
-for the context and surfaces asynchronous launch errors.
+each driver call. Kernels run on the default stream unless given a `Stream`; the synchronous
+copies of `DeviceBuffer` are ordered with default-stream work, and the `stream=` copies with
+that stream's. `synchronize()` waits for the context and surfaces asynchronous launch errors.
+`capture_graph` records the launches made on a stream into a `CudaGraph` that replays them
+with one driver call.
 
 Every failing driver call becomes a `CudaRuntimeError` naming the call and the CUresult
 (e.g. "cuModuleLoadData failed: CUDA_ERROR_INVALID_PTX (...)"). Without a driver or a
@@ -100,6 +102,15 @@ def cuda_available() -> bool:
     return True
 
 
+def device_name() -> str:
+    """The name of device 0, e.g. "NVIDIA H100 80GB HBM3"."""
+    from cuda.bindings import driver
+
+    _context()
+    raw = _call(driver.cuDeviceGetName, 256, _CONTEXT[0] if _CONTEXT else 0)
+    return raw.split(b"\0", 1)[0].decode(errors="replace")
+
+
 def device_arch() -> str:
     """The target architecture of device 0, e.g. "sm_90" for an H100."""
     from cuda.bindings import driver
@@ -115,7 +126,10 @@ def device_arch() -> str:
 
 
 class DeviceBuffer:
-    """A contiguous array in device memory, owned by this object (freed on `free`/GC)."""
+    """A contiguous array in device memory, owned by this object (freed on `free`/GC), or
+    a view into another buffer's memory (`view`)."""
+
+    base: DeviceBuffer | None = None  # the buffer a view is cut from
 
     def __init__(self, shape: int | Sequence[int], dtype: Any) -> None:
         """Allocate uninitialized device memory for an array of `shape` and `dtype`."""
@@ -128,6 +142,20 @@ class DeviceBuffer:
         _context()
         if self.nbytes:
             self.ptr = int(_call(driver.cuMemAlloc, self.nbytes))
+
+    def view(self, offset: int, shape: int | Sequence[int], dtype: Any) -> DeviceBuffer:
+        """A buffer of `shape` and `dtype` at byte `offset` inside this one, sharing its
+        memory (it keeps this buffer alive; freeing it frees nothing)."""
+        view = object.__new__(DeviceBuffer)
+        view.shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        view.dtype = np.dtype(dtype)
+        view.nbytes = int(np.prod(view.shape, dtype=np.int64)) * view.dtype.itemsize
+        if offset < 0 or offset + view.nbytes > self.nbytes:
+            raise ValueError(f"view of {view.nbytes} bytes at offset {offset} does not fit in "
+                             f"a buffer of {self.nbytes} bytes")
+        self._check_live()
+        view.base, view.ptr = self, self.ptr + offset
+        return view
 
     @classmethod
     def from_array(cls, a: np.ndarray) -> DeviceBuffer:
@@ -143,11 +171,15 @@ class DeviceBuffer:
         return cls(shape, dtype)
 
     def _check_live(self) -> None:
-        if self.nbytes and not self.ptr:
+        if self.nbytes and not self.ptr or self.base is not None and not self.base.ptr:
             raise CudaRuntimeError("DeviceBuffer used after free()")
 
-    def copy_from(self, a: np.ndarray) -> None:
-        """Copy host array `a` (same shape; dtype cast if safe) into this buffer."""
+    def copy_from(self, a: np.ndarray, stream: Stream | None = None) -> None:
+        """Copy host array `a` (same shape; dtype cast if safe) into this buffer.
+
+        With a `stream`, the copy is ordered on it; `a` must then stay unchanged until the
+        stream has reached the copy (pageable host memory makes the driver stage it first).
+        """
         from cuda.bindings import driver
 
         a = np.asarray(a)
@@ -159,22 +191,57 @@ class DeviceBuffer:
         host = np.ascontiguousarray(a, dtype=self.dtype)
         if self.nbytes:
             _context()
-            _call(driver.cuMemcpyHtoD, self.ptr, host.ctypes.data, self.nbytes)
+            if stream is None:
+                _call(driver.cuMemcpyHtoD, self.ptr, host.ctypes.data, self.nbytes)
+            else:
+                _call(driver.cuMemcpyHtoDAsync, self.ptr, host.ctypes.data, self.nbytes,
+                      stream.handle)
 
-    def to_host(self) -> np.ndarray:
-        """A new host array with the buffer's contents (waits for prior launches)."""
+    def copy_from_device(self, ptr: int, nbytes: int, stream: Stream | None = None) -> None:
+        """Copy `nbytes` (this buffer's size) of device memory at `ptr` into this buffer."""
+        from cuda.bindings import driver
+
+        if nbytes != self.nbytes:
+            raise ValueError(f"size mismatch: buffer of {self.nbytes} bytes, source of {nbytes}")
+        self._check_live()
+        if self.nbytes:
+            _context()
+            _call(driver.cuMemcpyDtoDAsync, self.ptr, ptr, self.nbytes,
+                  stream.handle if stream is not None else 0)
+
+    def to_host(self, stream: Stream | None = None) -> np.ndarray:
+        """A new host array with the buffer's contents (waits for prior launches; with a
+        `stream`, for that stream's work)."""
         from cuda.bindings import driver
 
         self._check_live()
         out = np.empty(self.shape, self.dtype)
         if self.nbytes:
             _context()
-            _call(driver.cuMemcpyDtoH, out.ctypes.data, self.ptr, self.nbytes)
+            if stream is None:
+                _call(driver.cuMemcpyDtoH, out.ctypes.data, self.ptr, self.nbytes)
+            else:
+                _call(driver.cuMemcpyDtoHAsync, out.ctypes.data, self.ptr, self.nbytes,
+                      stream.handle)
+                stream.synchronize()
         return out
 
+    def fill_zero(self, stream: Stream | None = None) -> None:
+        """Set every byte to 0."""
+        from cuda.bindings import driver
+
+        self._check_live()
+        if self.nbytes:
+            _context()
+            _call(driver.cuMemsetD8Async, self.ptr, 0, self.nbytes,
+                  stream.handle if stream is not None else 0)
+
     def free(self) -> None:
-        """Release the device memory (idempotent)."""
+        """Release the device memory (idempotent; a view releases only its reference)."""
         ptr, self.ptr = getattr(self, "ptr", 0), 0
+        if getattr(self, "base", None) is not None:
+            self.base = None
+            return
         if ptr:
             from cuda.bindings import driver
 
@@ -248,8 +315,9 @@ class CudaModule:
         }
 
     def launch(self, name: str, grid: int | tuple[int, ...], block: int | tuple[int, ...],
-               args: Sequence[DeviceBuffer | int | float], shared_bytes: int = 0) -> None:
-        """Launch kernel `name` asynchronously on the default stream.
+               args: Sequence[DeviceBuffer | int | float], shared_bytes: int = 0,
+               stream: Stream | None = None) -> None:
+        """Launch kernel `name` asynchronously on `stream` (default: the default stream).
 
         `shared_bytes` is dynamic shared memory; above 48 KiB the kernel's limit is raised.
         """
@@ -264,7 +332,8 @@ class CudaModule:
             attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             _call(driver.cuFuncSetAttribute, func, attr, shared_bytes)
         _call(driver.cuLaunchKernel, func, *_dims(grid, "grid"), *_dims(block, "block"),
-              shared_bytes, 0, params.ctypes.data if len(params) else 0, 0)
+              shared_bytes, stream.handle if stream is not None else 0,
+              params.ctypes.data if len(params) else 0, 0)
 
     def synchronize(self) -> None:
         """Wait for all launched work; raise CudaRuntimeError on an asynchronous error."""
@@ -288,3 +357,116 @@ class CudaModule:
             self.unload()
         except Exception:
             pass
+
+
+class Stream:
+    """A CUDA stream of its own (non-blocking: it does not wait for the default stream)."""
+
+    def __init__(self) -> None:
+        from cuda.bindings import driver
+
+        self.handle = None
+        _context()
+        self.handle = _call(driver.cuStreamCreate,
+                            driver.CUstream_flags.CU_STREAM_NON_BLOCKING.value)
+
+    def synchronize(self) -> None:
+        """Wait for the stream's work; raise CudaRuntimeError on an asynchronous error."""
+        from cuda.bindings import driver
+
+        _context()
+        _call(driver.cuStreamSynchronize, self.handle)
+
+    def wait_for(self, producer: int | None) -> None:
+        """Order this stream's later work after the work already queued on the stream
+        `producer` (a raw CUstream handle; None or 1 is the legacy default stream, 2 the
+        per-thread default stream), through an event; no host wait."""
+        from cuda.bindings import driver
+
+        _context()
+        event = _call(driver.cuEventCreate,
+                      driver.CUevent_flags.CU_EVENT_DISABLE_TIMING.value)
+        try:
+            source = driver.CUstream(1 if producer is None else producer)
+            _call(driver.cuEventRecord, event, source)
+            _call(driver.cuStreamWaitEvent, self.handle, event, 0)
+        finally:
+            _call(driver.cuEventDestroy, event)
+
+    def destroy(self) -> None:
+        """Release the stream (idempotent)."""
+        handle, self.handle = getattr(self, "handle", None), None
+        if handle is not None:
+            from cuda.bindings import driver
+
+            _context()
+            _call(driver.cuStreamDestroy, handle)
+
+    def __del__(self) -> None:
+        try:
+            self.destroy()
+        except Exception:
+            pass
+
+
+class CudaGraph:
+    """An executable CUDA graph: a recorded sequence of launches, replayed by `launch`."""
+
+    def __init__(self, graph: Any, exec_: Any) -> None:
+        self.graph, self.exec = graph, exec_
+
+    def launch(self, stream: Stream) -> None:
+        """Replay the recorded work on `stream` (asynchronously)."""
+        from cuda.bindings import driver
+
+        if self.exec is None:
+            raise CudaRuntimeError("CudaGraph used after destroy()")
+        _context()
+        _call(driver.cuGraphLaunch, self.exec, stream.handle)
+
+    def destroy(self) -> None:
+        """Release the graph (idempotent)."""
+        exec_, graph = getattr(self, "exec", None), getattr(self, "graph", None)
+        self.exec = self.graph = None
+        if exec_ is not None or graph is not None:
+            from cuda.bindings import driver
+
+            _context()
+            if exec_ is not None:
+                _call(driver.cuGraphExecDestroy, exec_)
+            if graph is not None:
+                _call(driver.cuGraphDestroy, graph)
+
+    def __del__(self) -> None:
+        try:
+            self.destroy()
+        except Exception:
+            pass
+
+
+def capture_graph(stream: Stream, record: Callable[[], None]) -> CudaGraph:
+    """Run `record()`, which launches work on `stream`, under stream capture: the work is
+    recorded, not run, and returned as an instantiated `CudaGraph`.
+
+    Capture is thread-local: other threads may use the device meanwhile. If `record` fails,
+    the capture is ended and discarded before the error propagates.
+    """
+    from cuda.bindings import driver
+
+    _context()
+    mode = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+    _call(driver.cuStreamBeginCapture, stream.handle, mode)
+    try:
+        record()
+    except BaseException:
+        err, graph = driver.cuStreamEndCapture(stream.handle)
+        if err == driver.CUresult.CUDA_SUCCESS and graph is not None:
+            driver.cuGraphDestroy(graph)
+        raise
+    graph = _call(driver.cuStreamEndCapture, stream.handle)
+    try:
+        exec_ = _call(driver.cuGraphInstantiate, graph, 0)
+    except CudaRuntimeError:
+        driver.cuGraphDestroy(graph)
+        raise
+    return CudaGraph(graph, exec_)
