@@ -8,7 +8,11 @@ def __getattr__(name: str):  # lazy: importing tmlir must not import xDSL or onn
         from tmlir.runtime import session
 
         return getattr(session, name)
+    if name == "DeviceArray":
+        from tmlir.runtime.runners import DeviceArray
+
+        return DeviceArray
     raise AttributeError(f"module 'tmlir' has no attribute {name!r}")
 
 
-__all__ = ["InferenceSession", "SessionError", "__version__"]
+__all__ = ["DeviceArray", "InferenceSession", "SessionError", "__version__"]

@@ -7,6 +7,8 @@ Compilation: ONNX → graph (frontend) → ``lower-to-cuda`` → CUDA C (``cuda`
 ``device="emu"`` runs that CUDA C on the CPU (emu backend); ``device="cuda"`` compiles it
 to PTX with NVRTC and launches it with cuda-python on GPU 0. Models with dynamic input
 dimensions are compiled per input-shape signature at ``run`` (see `InferenceSession`).
+Each compiled variant places its intermediate buffers by a memory plan
+(`tmlir.runtime.memory_plan`) and runs through a runner (`tmlir.runtime.runners`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ import numpy as np
 
 from tmlir import dtypes
 from tmlir.backends.cuda_c import CudaProgram, emit_cuda
+from tmlir.runtime.interop import ArrayRef, InteropError, as_array_ref
+from tmlir.runtime.memory_plan import MemoryPlan, plan_memory
+from tmlir.runtime.runners import CudaRunner, EmuRunner, Runner, WeightCache
 
 DEVICES = ("emu", "cuda")
 
@@ -62,11 +67,11 @@ def compile_model(model: Any, input_shapes: Mapping[str, Sequence[int]] | None =
 
 @dataclass
 class _Compiled:
-    """The model compiled for one set of input shapes, loaded on the session's device."""
+    """The model compiled for one set of input shapes, ready to run on the session's device."""
 
     program: CudaProgram
-    weights: dict[str, np.ndarray]
-    module: Any  # EmuModule or CudaModule
+    plan: MemoryPlan
+    runner: Runner
 
     @property
     def inputs(self) -> list:
@@ -101,17 +106,28 @@ class InferenceSession:
     it is fed, and again for each new combination of input shapes; each compiled variant
     is kept, so a shape seen before runs without compiling.
 
-    ``fusion=False`` compiles one kernel per graph op instead of one per fusion group
-    (for comparing the two; the results agree to rounding).
+    Options:
+    - ``fusion=False`` compiles one kernel per graph op instead of one per fusion group
+      (for comparing the two; the results agree to rounding);
+    - ``memory_plan=False`` gives every intermediate buffer memory of its own instead of
+      reusing dead buffers' memory (`tmlir.runtime.memory_plan`; for comparing);
+    - ``cuda_graphs=False`` (cuda) launches every kernel on each run instead of replaying
+      the CUDA graph captured by the first run of each input-shape signature.
+
+    On cuda, the weights are uploaded once; inputs may be numpy arrays or CUDA arrays
+    (torch, cupy: DLPack or ``__cuda_array_interface__``), copied device to device.
     """
 
-    def __init__(self, path_or_model: Any, device: str = "emu", fusion: bool = True) -> None:
+    def __init__(self, path_or_model: Any, device: str = "emu", fusion: bool = True,
+                 memory_plan: bool = True, cuda_graphs: bool = True) -> None:
         from tmlir.frontends.onnx import declared_inputs, load_model
 
         if device not in DEVICES:
             raise SessionError(f"unknown device '{device}'; expected one of {', '.join(DEVICES)}")
         self.device = device
         self.fusion = fusion
+        self.memory_plan = memory_plan
+        self.cuda_graphs = cuda_graphs
         self._model = path_or_model
         proto = load_model(path_or_model,
                            str(path_or_model) if isinstance(path_or_model, str | os.PathLike) else None)
@@ -123,6 +139,7 @@ class InferenceSession:
         self._dynamic = [name for name, dims in self._declared if not _is_static(dims)]
         self._variants: dict[tuple, _Compiled] = {}
         self._current: _Compiled | None = None
+        self._cuda: tuple[Any, Any] | None = None  # (WeightCache, Stream) once on cuda
         if not self._dynamic:
             self._current = self._variant({})
 
@@ -130,6 +147,15 @@ class InferenceSession:
     def program(self) -> CudaProgram | None:
         """The CUDA program last compiled or run (None for a dynamic model not yet run)."""
         return self._current.program if self._current else None
+
+    def memory_report(self) -> dict[str, Any]:
+        """The memory plan of the variant last compiled or run, in numbers: ``peak_bytes``
+        (the arena of intermediate buffers) against ``no_reuse_bytes`` (one allocation
+        each), ``live_peak_bytes`` (the most live at one launch), input, output and weight
+        bytes (see `MemoryPlan.report`)."""
+        if self._current is None:
+            raise SessionError("the model has dynamic inputs and has not run yet: no plan")
+        return {"device": self.device, **self._current.plan.report()}
 
     def get_inputs(self) -> list[IOInfo]:
         if not self._dynamic:
@@ -143,28 +169,48 @@ class InferenceSession:
         return [IOInfo(name, dims, self._types.get(name, "tensor(float)"))
                 for name, dims in self._declared_outputs]
 
-    def run(self, output_names: Sequence[str] | None,
-            input_feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        """Run the model on `input_feed`; return the requested outputs (all if None)."""
+    def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any],
+            device_outputs: bool = False) -> list[Any]:
+        """Run the model on `input_feed`; return the requested outputs (all if None).
+
+        Feed values are numpy arrays (or anything ``numpy.asarray`` takes) and, on cuda,
+        CUDA arrays too (see `tmlir.runtime.interop`). Outputs are numpy arrays; with
+        `device_outputs` on cuda, `DeviceArray`s in GPU memory (no host copy).
+        """
         names = [name for name, _ in self._declared_outputs]
         wanted = list(names) if output_names is None else list(output_names)
         for name in wanted:
             if name not in names:
                 raise SessionError(f"unknown output '{name}'; the model has {names}")
-        compiled = self._variant(self._dynamic_shapes(input_feed))
+        refs = {name: self._feed_value(name, value) for name, value in input_feed.items()}
+        compiled = self._variant(self._dynamic_shapes(refs))
         self._current = compiled
-        arrays = self._host_buffers(compiled, input_feed)
-        if self.device == "emu":
-            for launch in compiled.program.launches:
-                compiled.module.launch(launch.kernel, launch.grid, launch.block,
-                                       [arrays[i] for i in launch.args])
-        else:
-            arrays = self._run_cuda(compiled, arrays)
-        by_name = {b.source: (arrays[i], b.shape) for i, b in enumerate(compiled.program.buffers)
+        inputs = self._check_inputs(compiled, refs)
+        outputs = compiled.runner.run(inputs, device_outputs)
+        by_name = {b.source: outputs[i] for i, b in enumerate(compiled.program.buffers)
                    if b.kind == "output"}
-        return [by_name[name][0].reshape(by_name[name][1]) for name in wanted]
+        return [by_name[name] for name in wanted]
 
-    def _dynamic_shapes(self, feed: Mapping[str, np.ndarray]) -> dict[str, tuple[int, ...]]:
+    def _feed_value(self, name: str, value: Any) -> np.ndarray | ArrayRef:
+        """A feed value as a host array, or (on cuda) an `ArrayRef` to device memory."""
+        if isinstance(value, np.ndarray):
+            return value
+        if hasattr(value, "__cuda_array_interface__") or hasattr(value, "__dlpack__"):
+            # A CUDA DLPack producer makes the data ready for the stream we read on.
+            stream = int(self._cuda_state()[1].handle) if self.device == "cuda" else None
+            try:
+                ref = as_array_ref(value, name=f"input '{name}'", stream=stream)
+            except InteropError as exc:
+                raise SessionError(str(exc)) from None
+            if ref.device == "cuda" and self.device != "cuda":
+                ref.release()
+                raise SessionError(f"input '{name}': a CUDA array, but the session runs on "
+                                   f"'{self.device}'; pass a host array")
+            return ref if ref.device == "cuda" else ref.to_numpy()  # a view, no copy
+        return np.asarray(value)
+
+    def _dynamic_shapes(self, feed: Mapping[str, np.ndarray | ArrayRef]
+                        ) -> dict[str, tuple[int, ...]]:
         """The fed shapes of the inputs whose declared shape is not static, checked against
         what the model declares."""
         declared = dict(self._declared)
@@ -172,7 +218,7 @@ class InferenceSession:
         for name in self._dynamic:
             if name not in feed:
                 raise SessionError(f"missing input '{name}'")
-            shape = tuple(np.shape(feed[name]))
+            shape = tuple(feed[name].shape)
             dims = declared[name]
             if dims is not None and (len(dims) != len(shape) or any(
                     isinstance(d, int) and d > 0 and d != n for d, n in zip(dims, shape))):
@@ -186,57 +232,55 @@ class InferenceSession:
         key = tuple(sorted(shapes.items()))
         if key not in self._variants:
             program, weights = compile_model(self._model, shapes or None, self.fusion)
+            plan = plan_memory(program, reuse=self.memory_plan)
             signatures = [k.signature for k in program.kernels]
+            runner: Runner
             if self.device == "emu":
                 from tmlir.backends.emu import compile_emu
 
-                module = compile_emu(program.source, signatures)
+                runner = EmuRunner(program, weights, compile_emu(program.source, signatures), plan)
             else:
                 from tmlir.backends.cuda_runtime import CudaModule, device_arch
                 from tmlir.backends.ptx import compile_ptx
 
                 module = CudaModule(compile_ptx(program.source, device_arch()), signatures)
-            self._variants[key] = _Compiled(program, weights, module)
+                runner = CudaRunner(program, weights, module, plan, *self._cuda_state(),
+                                    cuda_graphs=self.cuda_graphs)
+            self._variants[key] = _Compiled(program, plan, runner)
         return self._variants[key]
 
-    def _host_buffers(self, compiled: _Compiled, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    def _cuda_state(self) -> tuple[WeightCache, Any]:
+        """The session's weights on the GPU and its stream (made on first use)."""
+        if self._cuda is None:
+            from tmlir.backends.cuda_runtime import Stream
+
+            self._cuda = (WeightCache(), Stream())
+        return self._cuda
+
+    def _check_inputs(self, compiled: _Compiled, feed: Mapping[str, np.ndarray | ArrayRef]
+                      ) -> dict[int, np.ndarray | ArrayRef]:
+        """The fed inputs by buffer index, each checked against its buffer's dtype and shape."""
         expected = {b.source for b in compiled.inputs}
         unknown = set(feed) - expected
         if unknown:
-            raise SessionError(f"unknown input '{sorted(unknown)[0]}'; the model has {sorted(expected)}")
-        arrays = []
-        for buf in compiled.program.buffers:
-            if buf.kind == "input":
-                if buf.source not in feed:
-                    raise SessionError(f"missing input '{buf.source}'")
-                value = np.asarray(feed[buf.source])
-                if value.dtype != np.dtype(buf.dtype):
-                    raise SessionError(f"input '{buf.source}': expected {buf.dtype}, "
-                                       f"got {value.dtype}")
-                # A rank-0 input is stored in a one-element buffer: accept its () shape.
-                if value.size != int(np.prod(buf.shape)) or (value.shape != buf.shape and value.ndim):
-                    raise SessionError(
-                        f"input '{buf.source}': expected shape {list(buf.shape)}, got {list(value.shape)}"
-                    )
-                arrays.append(np.ascontiguousarray(value).reshape(buf.shape))
-            elif buf.kind == "weight":
-                arrays.append(np.ascontiguousarray(compiled.weights[buf.source], buf.dtype)
-                              .reshape(buf.shape))
-            else:
-                arrays.append(np.zeros(buf.shape, buf.dtype))
-        return arrays
+            raise SessionError(f"unknown input '{min(unknown)}'; the model has {sorted(expected)}")
+        inputs: dict[int, np.ndarray | ArrayRef] = {}
+        for i, buf in enumerate(compiled.program.buffers):
+            if buf.kind != "input":
+                continue
+            if buf.source not in feed:
+                raise SessionError(f"missing input '{buf.source}'")
+            value = feed[buf.source]
+            if value.dtype != np.dtype(buf.dtype):
+                raise SessionError(f"input '{buf.source}': expected {buf.dtype}, got {value.dtype}")
+            # A rank-0 input is stored in a one-element buffer: accept its () shape.
+            size = int(np.prod(value.shape, dtype=np.int64))
+            if size != int(np.prod(buf.shape)) or (tuple(value.shape) != buf.shape and value.shape):
+                raise SessionError(
+                    f"input '{buf.source}': expected shape {list(buf.shape)}, got {list(value.shape)}"
+                )
+            if isinstance(value, np.ndarray):
+                value = np.ascontiguousarray(value).reshape(buf.shape)
+            inputs[i] = value
+        return inputs
 
-    def _run_cuda(self, compiled: _Compiled, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        from tmlir.backends.cuda_runtime import DeviceBuffer
-
-        device = [DeviceBuffer.from_array(a) for a in arrays]
-        try:
-            for launch in compiled.program.launches:
-                compiled.module.launch(launch.kernel, launch.grid, launch.block,
-                                       [device[i] for i in launch.args])
-            compiled.module.synchronize()
-            return [d.to_host() if b.kind == "output" else a
-                    for d, a, b in zip(device, arrays, compiled.program.buffers)]
-        finally:
-            for d in device:
-                d.free()

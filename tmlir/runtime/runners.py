@@ -1,0 +1,192 @@
+"""Run one compiled variant of a model: its buffers placed once, its launches per `run`.
+
+A runner is made once per input-shape signature of an `InferenceSession` and keeps what
+does not change between runs: the memory plan's arena and the views cut from it, the
+weights, the argument list of every launch, and (on cuda) a CUDA graph of the whole launch
+sequence, captured on the first run and replayed after.
+
+- `EmuRunner` executes the CUDA C on the CPU (emu backend); its device memory is host
+  memory, so its arrays are numpy arrays.
+- `CudaRunner` executes on GPU 0 on a stream of its own. Inputs are copied into input slots
+  at fixed device addresses (from host arrays, or device to device from CUDA arrays), so
+  the captured graph stays valid; outputs are copied out of output slots, to the host or to
+  fresh `DeviceArray`s. Weights live in a `WeightCache` owned by the session: uploaded once
+  and shared by every variant.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from tmlir.backends.cuda_c import CudaProgram
+from tmlir.runtime.interop import ArrayRef, ExportedArray
+from tmlir.runtime.memory_plan import MemoryPlan
+
+
+class DeviceArray(ExportedArray):
+    """A model output in GPU memory, owned by this object.
+
+    ``torch.from_dlpack(a)``, ``torch.as_tensor(a, device="cuda")`` and
+    ``cupy.asarray(a)`` use its memory without a copy (DLPack and
+    ``__cuda_array_interface__``); ``a.numpy()`` copies it to the host.
+    """
+
+    def __init__(self, buffer: Any) -> None:  # buffer: cuda_runtime.DeviceBuffer
+        super().__init__(buffer.ptr, buffer.shape, buffer.dtype, "cuda", 0, owner=buffer)
+        self.buffer = buffer
+
+    def numpy(self) -> np.ndarray:
+        """A host copy of the array."""
+        return self.buffer.to_host()
+
+
+def _host_view(arena: np.ndarray, offset: int, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    dtype_ = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    return arena[offset:offset + count * dtype_.itemsize].view(dtype_).reshape(shape)
+
+
+class EmuRunner:
+    """One compiled variant on emu: temps in one host arena (see `MemoryPlan`).
+
+    `fill`, when given, is the byte every arena byte starts as (tests use 0xFF, a NaN
+    in every float, to prove no kernel reads a temp it did not write).
+    """
+
+    def __init__(self, program: CudaProgram, weights: Mapping[str, np.ndarray], module: Any,
+                 plan: MemoryPlan, fill: int | None = None) -> None:
+        self.program, self.weights, self.module, self.plan = program, weights, module, plan
+        self.arena = np.empty(plan.arena_bytes, np.uint8)
+        if fill is not None:
+            self.arena.fill(fill)
+        self.slots: list[np.ndarray | None] = []
+        for i, buf in enumerate(program.buffers):
+            if buf.kind == "weight":
+                self.slots.append(np.ascontiguousarray(weights[buf.source], buf.dtype)
+                                  .reshape(buf.shape))
+            elif i in plan.offsets:
+                self.slots.append(_host_view(self.arena, plan.offsets[i], buf.shape, buf.dtype))
+            elif buf.kind == "temp":  # used by no launch
+                self.slots.append(np.zeros(buf.shape, buf.dtype))
+            else:
+                self.slots.append(None)  # an input or output: given per run
+
+    def run(self, inputs: Mapping[int, np.ndarray], device_outputs: bool = False
+            ) -> dict[int, np.ndarray]:
+        """Run on `inputs` (by buffer index, checked arrays); the outputs by buffer index."""
+        del device_outputs  # emu memory is host memory: outputs are numpy arrays either way
+        arrays = list(self.slots)
+        outputs = {}
+        for i, buf in enumerate(self.program.buffers):
+            if buf.kind == "input":
+                arrays[i] = inputs[i]
+            elif buf.kind == "output":
+                arrays[i] = outputs[i] = np.zeros(buf.shape, buf.dtype)
+        for launch in self.program.launches:
+            self.module.launch(launch.kernel, launch.grid, launch.block,
+                               [arrays[i] for i in launch.args])
+        return outputs
+
+
+class WeightCache:
+    """Weights in GPU memory, uploaded once per session and shared by its variants.
+
+    Keyed by name, shape, dtype and a digest of the data: two variants of a dynamic model
+    share a weight unless shape-dependent folding gave it other values.
+    """
+
+    def __init__(self) -> None:
+        self.buffers: dict[tuple, Any] = {}
+
+    def get(self, name: str, array: np.ndarray, dtype: str, shape: tuple[int, ...]) -> Any:
+        from tmlir.backends.cuda_runtime import DeviceBuffer
+
+        host = np.ascontiguousarray(array, dtype).reshape(shape)
+        key = (name, shape, dtype, hashlib.blake2b(host.data, digest_size=16).digest())
+        if key not in self.buffers:
+            self.buffers[key] = DeviceBuffer.from_array(host)
+        return self.buffers[key]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(b.nbytes for b in self.buffers.values())
+
+
+class CudaRunner:
+    """One compiled variant on GPU 0 (see the module docstring)."""
+
+    def __init__(self, program: CudaProgram, weights: Mapping[str, np.ndarray], module: Any,
+                 plan: MemoryPlan, weight_cache: WeightCache, stream: Any,
+                 cuda_graphs: bool = True) -> None:
+        from tmlir.backends.cuda_runtime import DeviceBuffer
+
+        self.program, self.module, self.plan, self.stream = program, module, plan, stream
+        self.cuda_graphs = cuda_graphs
+        self.graph: Any = None
+        self.arena = DeviceBuffer(max(plan.arena_bytes, 1), np.uint8)
+        self.slots: list[Any] = []
+        for i, buf in enumerate(program.buffers):
+            if buf.kind == "weight":
+                self.slots.append(weight_cache.get(buf.source, weights[buf.source], buf.dtype,
+                                                   buf.shape))
+            elif i in plan.offsets:
+                self.slots.append(self.arena.view(plan.offsets[i], buf.shape, buf.dtype))
+            else:  # inputs, outputs, and temps no launch uses: memory of their own
+                slot = DeviceBuffer(buf.shape, buf.dtype)
+                slot.fill_zero(stream)
+                self.slots.append(slot)
+        self.args = [[self.slots[i] for i in launch.args] for launch in program.launches]
+
+    def _launch_all(self) -> None:
+        for launch, args in zip(self.program.launches, self.args):
+            self.module.launch(launch.kernel, launch.grid, launch.block, args,
+                               stream=self.stream)
+
+    def run(self, inputs: Mapping[int, np.ndarray | ArrayRef], device_outputs: bool = False
+            ) -> dict[int, np.ndarray | DeviceArray]:
+        """Copy `inputs` in, run every launch (replaying the graph), copy the outputs out."""
+        from tmlir.backends.cuda_runtime import DeviceBuffer, capture_graph
+
+        for i, value in inputs.items():
+            slot = self.slots[i]
+            if isinstance(value, ArrayRef) and value.device == "cuda":
+                if value.stream is not None:  # __cuda_array_interface__'s producer stream
+                    self.stream.wait_for(value.stream)
+                slot.copy_from_device(value.ptr, value.nbytes, self.stream)
+            else:
+                slot.copy_from(_host_array(value, slot), self.stream)
+        if not self.cuda_graphs:
+            self._launch_all()
+        else:
+            if self.graph is None:
+                self.graph = capture_graph(self.stream, self._launch_all)
+            self.graph.launch(self.stream)
+        outputs: dict[int, Any] = {}
+        for i, buf in enumerate(self.program.buffers):
+            if buf.kind != "output":
+                continue
+            if device_outputs:
+                out = DeviceBuffer(buf.shape, buf.dtype)
+                out.copy_from_device(self.slots[i].ptr, out.nbytes, self.stream)
+                outputs[i] = out
+            else:
+                outputs[i] = self.slots[i].to_host(self.stream)
+        self.stream.synchronize()
+        for ref in inputs.values():
+            if isinstance(ref, ArrayRef):
+                ref.release()
+        return {i: DeviceArray(o) if device_outputs else o for i, o in outputs.items()}
+
+
+def _host_array(value: np.ndarray | ArrayRef, slot: Any) -> np.ndarray:
+    """A host input as a numpy array of the slot's shape (a CPU `ArrayRef` without a copy)."""
+    if isinstance(value, ArrayRef):
+        return value.to_numpy().reshape(slot.shape)
+    return value.reshape(slot.shape)
+
+
+Runner = EmuRunner | CudaRunner
