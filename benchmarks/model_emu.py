@@ -8,6 +8,12 @@ attention masks all ones), runs once through onnxruntime's CPU provider and once
 `tmlir.InferenceSession(device="emu")` with fusion and without, and reports the relative
 error (max |tmlir - onnxruntime| / max |onnxruntime| over every output), the compile time and
 the emu run time. The emu runs the exact CUDA C on the CPU: its times say nothing about a GPU.
+
+The fused run also reports the memory plan (`tmlir.runtime.memory_plan`): peak intermediate
+bytes (the arena) against the sum of all intermediate buffers, and checks that the outputs
+are bit-for-bit those of a run without reuse (every temp its own memory) and of a run whose
+arena starts filled with 0xFF bytes (NaN in every float: a kernel reading a temp it did not
+write would show).
 Writes benchmarks/results/model_emu.json with machine, date and versions.
 """
 
@@ -67,8 +73,32 @@ def check_model(path: Path) -> dict[str, Any]:
         report[key] = {"kernels": len(session.program.kernels), "relative_error": error,
                        "compile_seconds": round(compiled - start, 2),
                        "emu_run_seconds": round(ran - compiled, 2)}
+        if fusion:
+            report[key]["memory_plan"] = plan_check(session, feed, got)
         print(f"  {key}: {report[key]}", flush=True)
     return report
+
+
+def plan_check(session: Any, feed: dict[str, np.ndarray], planned: list[np.ndarray]
+               ) -> dict[str, Any]:
+    """The session's memory plan report, and whether runs without reuse and with a
+    poisoned arena give the planned run's outputs exactly."""
+    from tmlir.runtime.memory_plan import plan_memory
+    from tmlir.runtime.runners import EmuRunner
+
+    runner = session._current.runner  # the variant just run
+    same = {}
+    for label, plan, fill in (("no_reuse", plan_memory(runner.program, reuse=False), None),
+                              ("poisoned_arena", runner.plan, 0xFF)):
+        other = EmuRunner(runner.program, runner.weights, runner.module, plan, fill=fill)
+        inputs = {i: np.ascontiguousarray(feed[b.source]).reshape(b.shape)
+                  for i, b in enumerate(runner.program.buffers) if b.kind == "input"}
+        outputs = other.run(inputs)
+        by_name = dict(zip([o.name for o in session.get_outputs()], planned))
+        same[f"identical_to_{label}"] = all(
+            np.array_equal(outputs[i], by_name[b.source])
+            for i, b in enumerate(runner.program.buffers) if b.kind == "output")
+    return {**session.memory_report(), **same}
 
 
 def main() -> None:
