@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test pytest lit venv clean models full-models
+.PHONY: demo test pytest lit venv clean models full-models gpu-wheels gpu-suite
 
 venv: $(STAMP)
 
@@ -42,6 +42,22 @@ models: $(MODELS_VENV)/.installed
 
 full-models: $(MODELS_VENV)/.installed
 	$(MODELS_VENV)/bin/python examples/make_hf_models.py --full --out $(FULL_MODELS_DIR)
+
+# The GPU suite (docs/gpu.md). `make gpu-wheels` fills the git-ignored .whl/ with the wheels
+# a lent GPU machine lacks (CPython 3.12); `make gpu-suite` runs benchmarks/gpu/run.sh into
+# GPU_OUT: on a GPU machine the whole suite, elsewhere `make gpu-suite GPU_ARGS=--dry-run`.
+# Full-size models missing from build/models/ are exported with .venv-models when it exists.
+GPU_OUT ?= build/gpu
+GPU_ARGS ?=
+GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(abspath $(BIN))/python,python3)
+EXPORT_PYTHON ?= $(if $(wildcard $(MODELS_VENV)/bin/python),$(abspath $(MODELS_VENV))/bin/python,$(GPU_PYTHON))
+
+gpu-wheels:
+	benchmarks/gpu/wheels.sh
+
+gpu-suite:
+	$(if $(findstring /,$(GPU_PYTHON)),PATH=$(dir $(GPU_PYTHON)):$$PATH) PYTHON=$(GPU_PYTHON) benchmarks/gpu/run.sh --out $(GPU_OUT) \
+		--export-python $(EXPORT_PYTHON) $(GPU_ARGS)
 
 clean:
 	rm -rf $(VENV) $(MODELS_VENV) build *.egg-info

@@ -2,17 +2,19 @@
 
     python benchmarks/matmul.py                  # GPU if there is one, else the CPU report
     python benchmarks/matmul.py --cpu            # the CPU report even on a GPU machine
+    python benchmarks/matmul.py --shapes 1000x999x1001 1x4096x4096 --out /tmp/mm.json
 
 On a GPU (the cuda runtime path), for each size N in --sizes (default 1024 2048 4096) it
-times C = A @ B (fp32, N x N x N) with the candidate the compiler uses untuned, with every
-candidate of the space (tuning: the fastest is "tuned"), and with ``torch.matmul`` with
-TF32 off, checks each result against torch, and prints the ratios. Writes
-benchmarks/results/matmul_gpu.json.
+times C = A @ B (fp32, N x N x N; or M x N x K for each --shapes MxNxK: A is M x K, B is
+K x N) with the candidate the compiler uses untuned, with every candidate of the space
+(tuning: the fastest is "tuned"), and with ``torch.matmul`` with TF32 off, checks each
+result against torch, and prints the ratios. Each timing is the median of 5 batches of at
+least --min-seconds / 5 each. Writes benchmarks/results/matmul_gpu.json (or --out).
 
 Without a GPU it reports what can be known on a CPU: the space for each size (candidate
 count, how many spill, from ``ptxas -v`` for --arch), the default candidate's registers,
 shared memory and spills, and the emu run time and error of the default candidate at
---emu-sizes (default 128 256). Writes benchmarks/results/matmul_cpu.json.
+--emu-sizes (default 128 256). Writes benchmarks/results/matmul_cpu.json (or --out).
 
 Every result file records the machine, the date and the versions.
 """
@@ -38,6 +40,22 @@ from tmlir.schedules.matmul_simt import MatmulProblem
 from tmlir.tuning import Candidate, matmul_candidates, matmul_program, ptxas_report, tune
 
 RESULTS = Path(__file__).resolve().parent / "results"
+#: (M, N, K) of C[M, N] = A[M, K] @ B[K, N].
+Shape = tuple[int, int, int]
+
+
+def parse_shape(text: str) -> Shape:
+    """ "MxNxK" -> (M, N, K); argparse type."""
+    parts = text.lower().split("x")
+    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise argparse.ArgumentTypeError(f"bad shape {text!r}; expected MxNxK, e.g. 1000x999x1001")
+    m, n, k = (int(p) for p in parts)
+    return m, n, k
+
+
+def describe(shape: Shape) -> dict:
+    m, n, k = shape
+    return {"shape": f"{m}x{n}x{k}", "m": m, "n": n, "k": k}
 
 
 def versions(*packages: str) -> dict[str, str]:
@@ -61,9 +79,9 @@ def header(benchmark: str) -> dict:
     }
 
 
-def write(name: str, result: dict) -> None:
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / name
+def write(name: str, result: dict, out: Path | None = None) -> None:
+    path = out or RESULTS / name
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {path}")
 
@@ -92,7 +110,7 @@ def seconds_per_run(run: Callable[[], None], sync: Callable[[], None],
     return statistics.median(batches)
 
 
-def gpu_benchmark(sizes: list[int], do_tune: bool, jobs: int) -> dict:
+def gpu_benchmark(shapes: list[Shape], do_tune: bool, jobs: int, min_seconds: float = 0.2) -> dict:
     import torch
 
     from tmlir.backends.cuda_runtime import CudaModule, DeviceBuffer, device_arch
@@ -104,18 +122,18 @@ def gpu_benchmark(sizes: list[int], do_tune: bool, jobs: int) -> dict:
     arch = arch if arch in ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120") else "sm_90"
     result = {**header("matmul_gpu"), "device": torch.cuda.get_device_name(0), "arch": arch,
               "tf32": False, "sizes": []}
-    for n in sizes:
-        problem = MatmulProblem.plain(n, n, n)
+    for m, n, k in shapes:
+        problem = MatmulProblem.plain(m, n, k)
         candidates = matmul_candidates(problem)
         default = next(c for c in candidates if c.default)
         to_time = candidates if do_tune else [default]
         modules = _load_candidates(problem, to_time, arch, jobs, compile_ptx, CudaModule)
         rng = np.random.default_rng(0)
-        a = rng.standard_normal((n, n)).astype(np.float32)
-        b = rng.standard_normal((n, n)).astype(np.float32)
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
         ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
         want = torch.matmul(ta, tb)
-        da, db, dc = DeviceBuffer.from_array(a), DeviceBuffer.from_array(b), DeviceBuffer.empty((n, n), np.float32)
+        da, db, dc = DeviceBuffer.from_array(a), DeviceBuffer.from_array(b), DeviceBuffer.empty((m, n), np.float32)
         sync = torch.cuda.synchronize
 
         def time_candidate(c: Candidate) -> float:
@@ -124,7 +142,7 @@ def gpu_benchmark(sizes: list[int], do_tune: bool, jobs: int) -> dict:
             def run() -> None:
                 module.launch(c.kernel_name, grid, block, [da, db, dc])
 
-            seconds = seconds_per_run(run, lambda: module.synchronize())
+            seconds = seconds_per_run(run, lambda: module.synchronize(), min_seconds)
             got = torch.from_numpy(dc.to_host()).cuda()
             err = float((got - want).abs().max() / want.abs().max())
             if err > 1e-4:
@@ -133,10 +151,10 @@ def gpu_benchmark(sizes: list[int], do_tune: bool, jobs: int) -> dict:
             return seconds
 
         best, times = tune(to_time, time_candidate)
-        t_torch = seconds_per_run(lambda: torch.matmul(ta, tb), sync)
-        flops = 2.0 * n ** 3
+        t_torch = seconds_per_run(lambda: torch.matmul(ta, tb), sync, min_seconds)
+        flops = 2.0 * m * n * k
         entry = {
-            "n": n, "candidates": len(candidates), "timed": len(to_time),
+            **describe((m, n, k)), "candidates": len(candidates), "timed": len(to_time),
             "default": {"params": default.params.describe(), "ms": times[default.index] * 1e3},
             "tuned": {"params": best.params.describe(), "ms": times[best.index] * 1e3},
             "torch_ms": t_torch * 1e3,
@@ -146,7 +164,7 @@ def gpu_benchmark(sizes: list[int], do_tune: bool, jobs: int) -> dict:
             "ratio_tuned_over_torch": times[best.index] / t_torch,
         }
         result["sizes"].append(entry)
-        print(f"N={n}: default {entry['default']['ms']:.3f} ms, tuned {entry['tuned']['ms']:.3f} ms"
+        print(f"{entry['shape']}: default {entry['default']['ms']:.3f} ms, tuned {entry['tuned']['ms']:.3f} ms"
               f", torch {entry['torch_ms']:.3f} ms; default/torch "
               f"{entry['ratio_default_over_torch']:.2f}x, tuned/torch "
               f"{entry['ratio_tuned_over_torch']:.2f}x")
@@ -175,12 +193,12 @@ def _load_candidates(problem, candidates, arch, jobs, compile_ptx, CudaModule):
 # ----------------------------------------------------------------------------- CPU
 
 
-def cpu_benchmark(sizes: list[int], emu_sizes: list[int], arch: str, jobs: int) -> dict:
+def cpu_benchmark(shapes: list[Shape], emu_sizes: list[int], arch: str, jobs: int) -> dict:
     from tmlir.backends.emu import compile_emu
 
     result = {**header("matmul_cpu"), "arch": arch, "spaces": [], "emu": []}
-    for n in sizes:
-        problem = MatmulProblem.plain(n, n, n)
+    for m, n, k in shapes:
+        problem = MatmulProblem.plain(m, n, k)
         candidates = matmul_candidates(problem)
         start = time.perf_counter()
         stats = ptxas_report(problem, candidates, arch, jobs)
@@ -188,7 +206,7 @@ def cpu_benchmark(sizes: list[int], emu_sizes: list[int], arch: str, jobs: int) 
         default = next(c for c in candidates if c.default)
         spilling = [c.index for c in candidates if stats[c.index].spill_bytes > 0]
         entry = {
-            "n": n, "candidates": len(candidates), "spilling": len(spilling),
+            **describe((m, n, k)), "candidates": len(candidates), "spilling": len(spilling),
             "spilling_indices": spilling, "compile_seconds": seconds,
             "registers": {"min": min(s.registers for s in stats.values()),
                           "max": max(s.registers for s in stats.values())},
@@ -196,7 +214,7 @@ def cpu_benchmark(sizes: list[int], emu_sizes: list[int], arch: str, jobs: int) 
                         **vars(stats[default.index])},
         }
         result["spaces"].append(entry)
-        print(f"N={n}: {len(candidates)} candidates, {len(spilling)} spill; default "
+        print(f"{entry['shape']}: {len(candidates)} candidates, {len(spilling)} spill; default "
               f"{default.params.describe()} uses {stats[default.index].registers} registers, "
               f"{stats[default.index].shared_bytes} B shared, "
               f"{stats[default.index].spill_bytes} B spilled ({seconds:.1f} s to compile)")
@@ -223,20 +241,28 @@ def cpu_benchmark(sizes: list[int], emu_sizes: list[int], arch: str, jobs: int) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096],
+                        help="cubic sizes N (N x N x N)")
+    parser.add_argument("--shapes", type=parse_shape, nargs="+", metavar="MxNxK",
+                        help="M x N x K shapes (A is M x K); replace --sizes")
     parser.add_argument("--emu-sizes", type=int, nargs="+", default=[128, 256])
     parser.add_argument("--arch", default="sm_90", help="ptxas target of the CPU report")
     parser.add_argument("--cpu", action="store_true", help="the CPU report even with a GPU")
     parser.add_argument("--no-tune", action="store_true", help="GPU: time only the default")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--min-seconds", type=float, default=0.2,
+                        help="GPU: least time spent timing each candidate (default 0.2)")
+    parser.add_argument("--out", type=Path, help="result file (default: results/matmul_<gpu|cpu>.json)")
     args = parser.parse_args()
+    shapes = args.shapes or [(n, n, n) for n in args.sizes]
 
     from tmlir.backends.cuda_runtime import cuda_available
 
     if not args.cpu and cuda_available():
-        write("matmul_gpu.json", gpu_benchmark(args.sizes, not args.no_tune, args.jobs))
+        write("matmul_gpu.json", gpu_benchmark(shapes, not args.no_tune, args.jobs, args.min_seconds),
+              args.out)
     else:
-        write("matmul_cpu.json", cpu_benchmark(args.sizes, args.emu_sizes, args.arch, args.jobs))
+        write("matmul_cpu.json", cpu_benchmark(shapes, args.emu_sizes, args.arch, args.jobs), args.out)
 
 
 if __name__ == "__main__":

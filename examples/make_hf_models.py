@@ -1,7 +1,7 @@
 """Small random-weight Hugging Face models, exported to ONNX for tmlir's model tests.
 
     make models            # creates .venv-models (torch 2.13.0 CPU, transformers), runs this
-    make full-models       # full-size ResNet-50 and BERT-base into build/models/ (--full)
+    make full-models       # full-size ResNet-50, BERT-base and GPT-2 into build/models/ (--full)
 
 Each model is built from a `transformers` config scaled down to a few layers of width
 16-64 (the architecture is the real one: bottleneck ResNet, MobileNetV2's inverted
@@ -12,10 +12,13 @@ made and what its inputs hold (token ids need a range), for the tests
 (`tests/test_hf_models.py`).
 
 With `--full`, the models are the full-size ones of the default configs instead:
-ResNet-50 (`ResNetConfig()`, batch 1, 224x224) and BERT-base (`BertConfig()`, batch 1,
-sequence 128), random weights from the same seed, for the compile-time benchmark
-(`benchmarks/model_compile.py`). At 94 and 440 MB they are not committed: they go to the
-git-ignored `build/models/` with a manifest of their own.
+ResNet-50 (`ResNetConfig()`, batch 1, 224x224), BERT-base (`BertConfig()`, batch 1,
+sequence 128) and GPT-2 (the 124M-parameter `GPT2Config()` without the key/value cache
+output, batch 1, sequence 128), random weights from the same seed, for the compile-time
+benchmark (`benchmarks/model_compile.py`) and the GPU suite (`benchmarks/gpu/`). At 94,
+440 and about 500 MB they are not committed: they go to the git-ignored `build/models/`
+with a manifest of their own. `build_model(name)` rebuilds a model with the exported
+weights, for comparing with the ONNX file.
 """
 
 from __future__ import annotations
@@ -82,6 +85,8 @@ FULL_MODELS = {
     "bert_base": (lambda: BertForSequenceClassification(BertConfig()),
                   tokens("input_ids", "attention_mask", sequence=FULL_SEQUENCE,
                          vocab=BertConfig().vocab_size)),
+    "gpt2_124m": (lambda: GPT2LMHeadModel(GPT2Config(use_cache=False)),
+                  tokens("input_ids", sequence=FULL_SEQUENCE, vocab=GPT2Config().vocab_size)),
 }
 
 
@@ -97,10 +102,15 @@ def example_inputs(spec: dict) -> tuple[torch.Tensor, ...]:
     return tuple(values)
 
 
-def export(name: str, out_dir: Path, models: dict) -> dict:
-    build, spec = models[name]
+def build_model(name: str, models: dict) -> torch.nn.Module:
+    """Model `name` of `models` with the weights `export` gives it (seed 0), in eval mode."""
     torch.manual_seed(0)
-    model = build().eval()
+    return models[name][0]().eval()
+
+
+def export(name: str, out_dir: Path, models: dict) -> dict:
+    spec = models[name][1]
+    model = build_model(name, models)
     path = out_dir / f"{name}.onnx"
     with torch.no_grad():
         torch.onnx.export(model, example_inputs(spec), str(path), input_names=list(spec),
