@@ -16,6 +16,14 @@ template (``tmlir/schedules/templates.py``, one dispatch for all of them) builds
 anchor's kernel as if it stood alone, and post-scheduling fusion
 (``tmlir/schedules/fusion.py``) rewrites its loads and stores to compute the group's
 prologue and epilogue. Tensors are f32, i64, i32 or i1 (see ``tmlir.dtypes``).
+
+**Tuned parameters.** With ``target-device`` set (the name of the GPU the code is for,
+as ``cuDeviceGetName`` reports it, e.g. ``"NVIDIA H100 80GB HBM3"``, with
+``target-arch``), every tunable anchor (matmul, implicit-GEMM convolution) is built with
+the parameters of its tuning record for that device, when there is one (``tm-tune``
+writes them; see ``docs/tuning.md``); ``tuning-records`` names the records file (default:
+``$TMLIR_TUNING_RECORDS``, else ``tuning_records.jsonl`` in the cache directory). Without
+a target device, every template uses its default parameters.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from tmlir.dialects import graph, tm
 from tmlir.schedules.builder import IRBuilder
 from tmlir.schedules.elementwise import elementwise_kernel
 from tmlir.schedules.fusion import anchor_of, fuse_group
-from tmlir.schedules.templates import kernel_for
+from tmlir.schedules.templates import TunedParams, kernel_for
 
 
 def buffer_type(type: TensorType) -> MemRefType:
@@ -59,6 +67,7 @@ class _Lowering:
     numbers: Iterator[int]
     buffers: dict[SSAValue, SSAValue]
     destination: dict[SSAValue, SSAValue]
+    tuned: TunedParams | None = None
 
     def kernel_name(self, op: Operation) -> str:
         kind = "copy" if isinstance(op, func.ReturnOp) else op.name.split(".")[-1]
@@ -98,7 +107,7 @@ class _Lowering:
         except ValueError as exc:
             raise PassFailedException(f"convert-graph-to-tm: 'graph.fused': {exc}") from exc
         try:
-            kernel = kernel_for(self.kernel_name(anchor), anchor)
+            kernel = kernel_for(self.kernel_name(anchor), anchor, self.tuned)
             if kernel is None:  # the result has no elements
                 return
             values: Sequence[SSAValue] = [*anchor.operands, *anchor.results]
@@ -126,19 +135,35 @@ class _Lowering:
 @dataclass(frozen=True)
 class ConvertGraphToTm(ModulePass):
     """Schedule graph operators and fusion groups into tm kernels and a host launch
-    sequence."""
+    sequence.
+
+    ``target-device`` (default empty: no tuning records), ``target-arch`` (default sm_90)
+    and ``tuning-records`` (a path; default the standard location) choose the tuning
+    records that tunable anchors are built with (see the module docstring).
+    """
 
     name = "convert-graph-to-tm"
 
+    target_device: str = ""
+    target_arch: str = "sm_90"
+    tuning_records: str = ""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         numbers = itertools.count()
+        tuned = None
+        if self.target_device:
+            from tmlir.tuning.records import TuningTarget, recorded_params
+
+            tuned = recorded_params(TuningTarget(self.target_device, self.target_arch),
+                                    self.tuning_records or None)
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
             signature = (*function.function_type.inputs, *function.function_type.outputs)
             if any(isinstance(t, TensorType) for t in signature):
-                _convert_function(function, numbers)
+                _convert_function(function, numbers, tuned)
 
 
-def _convert_function(function: func.FuncOp, numbers: Iterator[int]) -> None:
+def _convert_function(function: func.FuncOp, numbers: Iterator[int],
+                      tuned: TunedParams | None = None) -> None:
     old = function.body.block
     ret = old.last_op
     assert isinstance(ret, func.ReturnOp)
@@ -162,7 +187,7 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int]) -> None:
         value = _reshape_source(value)
         if isinstance(value.owner, Operation) and not isinstance(value.owner, graph.WeightOp):
             destination.setdefault(value, arg)
-    state = _Lowering(function, IRBuilder.at_end(new_block), numbers, {}, destination)
+    state = _Lowering(function, IRBuilder.at_end(new_block), numbers, {}, destination, tuned)
     for prev, new in zip(old.args, new_block.args):
         state.buffers[prev] = state.view(new, prev)
 

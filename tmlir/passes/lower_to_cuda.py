@@ -26,13 +26,15 @@ from tmlir.passes.graph_partition import GraphPartition
 from tmlir.passes.tm_lower_mappings import TmLowerMappings
 
 
-def pipeline(fusion: bool = True) -> tuple[ModulePass, ...]:
-    """The passes of ``lower-to-cuda``; without `fusion`, no ``graph-partition``."""
+def pipeline(fusion: bool = True, convert: ConvertGraphToTm | None = None
+             ) -> tuple[ModulePass, ...]:
+    """The passes of ``lower-to-cuda``; without `fusion`, no ``graph-partition``;
+    `convert` is the ``convert-graph-to-tm`` pass with its options (default: none)."""
     return (
         GraphCanonicalize(),
         GraphFoldBatchnorm(),
         *([GraphPartition()] if fusion else []),
-        ConvertGraphToTm(),
+        convert or ConvertGraphToTm(),
         TmLowerMappings(),
         ConvertTmToGpu(),
         CanonicalizePass(),
@@ -51,14 +53,20 @@ class LowerToCuda(ModulePass):
     """Run the default pipeline: graph ops in, tmgpu kernels and launches out.
 
     ``fusion`` (default true): group ops into fusion groups (``graph-partition``), one
-    kernel per group; false gives one kernel per graph op.
+    kernel per group; false gives one kernel per graph op. ``target-device``,
+    ``target-arch`` and ``tuning-records`` are ``convert-graph-to-tm``'s: with a target
+    device, tunable kernels take the parameters of its tuning records (``tm-tune``).
     """
 
     name = "lower-to-cuda"
 
     fusion: bool = True
+    target_device: str = ""
+    target_arch: str = "sm_90"
+    tuning_records: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for p in pipeline(self.fusion):
+        convert = ConvertGraphToTm(self.target_device, self.target_arch, self.tuning_records)
+        for p in pipeline(self.fusion, convert):
             p.apply(ctx, op)
         op.verify()

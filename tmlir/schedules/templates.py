@@ -1,11 +1,13 @@
 """Which schedule template builds the kernel of a graph op: one dispatch for every template.
 
 `kernel_for(name, op)` returns the ``tm.kernel`` of one graph op, built by its template
-with the default parameters, with the interface every template shares: the kernel's
-arguments are the op's operands, then its results, as buffers (a rank-0 tensor is a
-one-element buffer); it reads an operand only with ``tm.load`` and writes each element
-of a result once with ``tm.store``. That interface is what post-scheduling fusion
-(``fusion.py``) rewrites, so every template here takes a prologue and an epilogue.
+with the default parameters (or, for a tunable op, with the parameters a `TunedParams`
+lookup returns: the tuning records of the target device, see ``tmlir/tuning``), with the
+interface every template shares: the kernel's arguments are the op's operands, then its
+results, as buffers (a rank-0 tensor is a one-element buffer); it reads an operand only
+with ``tm.load`` and writes each element of a result once with ``tm.store``. That
+interface is what post-scheduling fusion (``fusion.py``) rewrites, so every template here
+takes a prologue and an epilogue.
 
 =====================================  ==================================================
 graph op                               template
@@ -21,12 +23,15 @@ data movement                          ``data_movement.py`` (one thread per elem
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tmlir.dialects import graph, tm
 from tmlir.schedules.conv import SCHEDULED_OPS as CONV_OPS
-from tmlir.schedules.conv import conv_op_kernel
+from tmlir.schedules.conv import conv_op_kernel, conv_problem
+from tmlir.schedules.conv2d import Conv2dProblem, conv2d_kernel
 from tmlir.schedules.data_movement import KERNEL_OPS as DATA_MOVEMENT_OPS
 from tmlir.schedules.data_movement import kernel_for as data_movement_kernel
 from tmlir.schedules.elementwise import elementwise_kernel
@@ -67,19 +72,50 @@ def check_element_types(op: Operation) -> None:
             raise NoTemplate(f"'{op.name}' is scheduled for f32 tensors only, got {value.type}")
 
 
-def kernel_for(name: str, op: Operation) -> tm.KernelOp | None:
-    """The kernel of `op` (arguments: its operands, then its results) by its template;
-    None when it writes no element. NoTemplate for an op without one; ValueError for what
-    its template cannot do."""
-    check_element_types(op)
+TunableProblem = MatmulProblem | Conv2dProblem
+#: Recorded parameters for a tunable kernel, given its template name and problem (see
+#: `tunable_problem`); None to use the template's default.
+TunedParams = Callable[[str, TunableProblem], MatmulSimtParams | None]
+
+
+def tunable_problem(op: Operation) -> tuple[str, TunableProblem] | None:
+    """The template name and problem of an op whose kernel is built from `MatmulSimtParams`
+    (a ``graph.matmul``; a 2-D ``graph.conv`` on implicit GEMM), else None. The problem is
+    the one `kernel_for` builds the kernel from; ValueError for a convolution that cannot
+    be built."""
+    if not isinstance(op, graph.MatmulOp | graph.ConvOp):
+        return None
+    try:
+        check_element_types(op)
+    except NoTemplate:
+        return None
     if isinstance(op, graph.MatmulOp):
-        problem = MatmulProblem(
+        return "matmul_simt", MatmulProblem(
             _shape(op.lhs), _shape(op.rhs), _shape(op.result),
             (_shape(op.bias) or (1,)) if op.bias is not None else None,  # rank 0: 1 element
             op.transpose_lhs is not None, op.transpose_rhs is not None,
             op.alpha_value, op.beta_value,
         )
-        return matmul_simt_kernel(name, problem, MatmulSimtParams.default_for(problem))
+    if isinstance(op, graph.ConvOp) and len(_shape(op.input)) == 4:
+        problem = conv_problem(_shape(op.input), _shape(op.weight), *op.attributes_tuple(),
+                               op.bias is not None)
+        return None if problem.prefers_direct else ("conv2d_implicit_gemm", problem)
+    return None
+
+
+def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None
+               ) -> tm.KernelOp | None:
+    """The kernel of `op` (arguments: its operands, then its results) by its template;
+    None when it writes no element. A tunable op (`tunable_problem`) gets the parameters
+    `tuned` returns for it, else its template's default. NoTemplate for an op without a
+    template; ValueError for what its template cannot do."""
+    check_element_types(op)
+    if (tunable := tunable_problem(op)) is not None:
+        template, problem = tunable
+        params = tuned(template, problem) if tuned is not None else None
+        if isinstance(problem, MatmulProblem):
+            return matmul_simt_kernel(name, problem, params or MatmulSimtParams.default_for(problem))
+        return conv2d_kernel(name, problem, params)
     if (element := element_function(op)) is not None:
         expression, compute = element
         return elementwise_kernel(

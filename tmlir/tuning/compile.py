@@ -1,0 +1,270 @@
+"""Compile candidates in parallel and filter them on their ``ptxas`` statistics.
+
+Candidates are compiled in chunks: a chunk is one CUDA C program with a kernel per
+candidate (`candidate_program`), one NVRTC translation unit whose ptxas report
+(``--ptxas-options=-v``) gives every kernel's registers, spills, stack frame and shared
+memory. Without NVRTC, ``nvcc -cubin -Xptxas -v`` gives the same report. Reports are
+cached on disk under a key of the source (``tmlir.backends.cache``), so compiling the
+same candidates again is a file read.
+
+The statistics of a chunk are also cached under a key of what determines them without
+building it -- the kernel's signature, the chunk's parameters, the arch, the compiler and
+a fingerprint of tmlir's own source files (`code_fingerprint`: any change to a template,
+a pass or the emitter gives new keys) -- so a second run of the same space skips the
+Python side too.
+
+Chunks go to any ``concurrent.futures.Executor``: a ``ProcessPoolExecutor`` by default,
+or a cluster's, such as a Dask client's ``get_executor()``. What is submitted is the
+top-level `compile_chunk` and plain, picklable data (the tunable kernel, its
+candidates, the arch), and it returns plain data, so a worker needs only tmlir installed.
+
+`filter_candidates` then keeps the candidates that neither spill nor use local memory
+and reach a minimum occupancy (`tmlir.tuning.occupancy`), and says why each other one was
+rejected; only the kept ones are worth timing.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+from tmlir.backends.cache import cache_key, cached_file
+from tmlir.backends.ptx import (
+    COMMON_FLAGS,
+    CudaCompileError,
+    KernelStats,
+    check_arch,
+    nvrtc_version,
+    parse_ptxas_log,
+    ptxas_stats,
+)
+from tmlir.tuning.occupancy import SM90, SmLimits, occupancy
+from tmlir.tuning.space import Candidate, TunableKernel, candidate_program
+
+#: Candidates per translation unit: enough to share the compiler's start-up, few enough
+#: that every worker gets chunks (xDSL's passes slow down a little on larger modules).
+CHUNK = 4
+#: The default minimum occupancy: 8 of 64 warps, two per warp scheduler.
+MIN_OCCUPANCY = 0.125
+
+
+def _nvrtc_ptxas_log(source: str, arch: str) -> str:
+    """Compile `source` to a CUBIN for `arch` with NVRTC and return its ptxas report."""
+    from cuda.bindings import nvrtc
+
+    from tmlir.backends.ptx import _check_nvrtc, _compile_error
+
+    opts = [f"--gpu-architecture={arch}".encode(), *(f.encode() for f in COMMON_FLAGS),
+            b"--ptxas-options=-v"]
+    (prog,) = _check_nvrtc(nvrtc.nvrtcCreateProgram(source.encode(), b"kernels.cu", 0, [], []),
+                           "nvrtcCreateProgram")
+    try:
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        (size,) = _check_nvrtc(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
+        log = bytearray(size)
+        _check_nvrtc(nvrtc.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog")
+        text = log.rstrip(b"\0").decode(errors="replace")
+        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise _compile_error("NVRTC", "kernels.cu", arch, text)
+        return text
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def kernel_stats(source: str, arch: str = "sm_90") -> dict[str, KernelStats]:
+    """ptxas statistics of every kernel of `source` (cached): NVRTC when its library
+    loads, else ``nvcc``."""
+    check_arch(arch)
+    version = nvrtc_version()
+    if version is None:
+        return ptxas_stats(source, arch)
+    key = cache_key("nvrtc-ptxas-v", source, arch, " ".join(COMMON_FLAGS),
+                    f"nvrtc-{version[0]}.{version[1]}")
+
+    def build(path: Path) -> None:
+        path.write_text(_nvrtc_ptxas_log(source, arch))
+
+    return parse_ptxas_log(cached_file(key, ".ptxas.txt", build).read_text())
+
+
+@dataclass(frozen=True)
+class ChunkResult:
+    """What a worker returns for a chunk: stats by candidate index, or the compile error
+    (its first line) that failed the whole chunk."""
+
+    kernel: TunableKernel
+    stats: dict[int, KernelStats]
+    error: str | None = None
+    indices: tuple[int, ...] = ()
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """A digest of tmlir's source files (Python and the emu header)."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted([*root.rglob("*.py"), *root.rglob("*.h")]):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _compiler_id() -> str:
+    version = nvrtc_version()
+    return "nvcc" if version is None else f"nvrtc-{version[0]}.{version[1]}"
+
+
+def compile_chunk(kernel: TunableKernel, chunk: Sequence[Candidate], arch: str,
+                  fingerprint: str | None = None) -> ChunkResult:
+    """Build and compile one chunk of candidates of `kernel` (runs on a worker); cached
+    under `fingerprint` (default: `code_fingerprint()`; the submitter passes its own, so
+    that every worker of a run uses the same keys)."""
+    indices = tuple(c.index for c in chunk)
+    key = cache_key("tuning-chunk", fingerprint or code_fingerprint(), _compiler_id(), arch,
+                    kernel.signature, repr([(c.kernel_name, c.params) for c in chunk]))
+
+    def build(path: Path) -> None:
+        stats = kernel_stats(candidate_program(kernel, chunk).source, arch)
+        path.write_text(json.dumps({c.kernel_name: vars(stats[c.kernel_name]) for c in chunk}))
+
+    try:
+        cached = json.loads(cached_file(key, ".stats.json", build).read_text())
+    except CudaCompileError as exc:
+        return ChunkResult(kernel, {}, exc.summary, indices)
+    return ChunkResult(kernel, {c.index: KernelStats(**cached[c.kernel_name]) for c in chunk},
+                       None, indices)
+
+
+def chunks(candidates: Sequence[Candidate], size: int) -> list[tuple[Candidate, ...]]:
+    return [tuple(candidates[i:i + size]) for i in range(0, len(candidates), size)]
+
+
+def compile_candidates(work: Sequence[tuple[TunableKernel, Sequence[Candidate]]],
+                       arch: str = "sm_90", executor: Executor | None = None,
+                       jobs: int | None = None, chunk: int = CHUNK, progress: bool = False,
+                       ) -> dict[TunableKernel, dict[int, KernelStats | str]]:
+    """Compile the candidates of every kernel in `work` for `arch`; for each kernel, each
+    candidate's ptxas statistics, or its chunk's compile error (a string).
+
+    Chunks run on `executor`; without one, on a ``ProcessPoolExecutor`` of `jobs`
+    processes (default: the CPU count; 1 compiles in this process). `progress` shows a
+    tqdm bar of candidates compiled.
+    """
+    check_arch(arch)
+    tasks = [(kernel, part) for kernel, cands in work for part in chunks(cands, chunk)]
+    results: dict[TunableKernel, dict[int, KernelStats | str]] = {k: {} for k, _ in work}
+    total = sum(len(part) for _, part in tasks)
+    bar = _progress(total, "compile", progress)
+
+    def collect(result: ChunkResult) -> None:
+        if result.error is not None:
+            results[result.kernel].update(dict.fromkeys(result.indices, result.error))
+        else:
+            results[result.kernel].update(result.stats)
+        bar.update(len(result.indices))
+
+    jobs = jobs or os.cpu_count() or 1
+    fingerprint = code_fingerprint()
+    try:
+        if executor is None and (jobs == 1 or len(tasks) <= 1):
+            for kernel, part in tasks:
+                collect(compile_chunk(kernel, part, arch, fingerprint))
+        elif executor is None:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                _run(pool, tasks, arch, fingerprint, collect)
+        else:
+            _run(executor, tasks, arch, fingerprint, collect)
+    finally:
+        bar.close()
+    return results
+
+
+def _run(executor: Executor, tasks: Sequence[tuple[TunableKernel, tuple[Candidate, ...]]],
+         arch: str, fingerprint: str, collect) -> None:
+    futures: list[Future] = [executor.submit(compile_chunk, kernel, part, arch, fingerprint)
+                             for kernel, part in tasks]
+    try:
+        for future in as_completed(futures):
+            collect(future.result())
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        raise
+
+
+def _progress(total: int, what: str, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=what, unit="cand", disable=not enabled, leave=False,
+                dynamic_ncols=True)
+
+
+# ----------------------------------------------------------------------------- the filter
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A compiled candidate: its statistics and occupancy, and why it was rejected (None:
+    kept)."""
+
+    candidate: Candidate
+    stats: KernelStats | None
+    occupancy: float
+    rejected: str | None
+
+    def row(self) -> dict:
+        """Plain data for reports."""
+        stats = vars(self.stats) if self.stats is not None else {}
+        return {"index": self.candidate.index, **self.candidate.params.describe(),
+                "default": self.candidate.default, **stats,
+                "occupancy": round(self.occupancy, 4), "rejected": self.rejected}
+
+
+def verdict(candidate: Candidate, stats: KernelStats | str,
+            min_occupancy: float = MIN_OCCUPANCY, limits: SmLimits = SM90) -> Verdict:
+    """Whether `candidate` is worth timing, on its ptxas statistics (or compile error)."""
+    if isinstance(stats, str):
+        return Verdict(candidate, None, 0.0, "compile error")
+    occ = occupancy(stats.registers, stats.shared_bytes, candidate.params.threads, limits)
+    if stats.spill_bytes:
+        reason = "spills registers"
+    elif stats.local_bytes:
+        reason = "uses local memory"
+    elif occ < min_occupancy:
+        reason = f"occupancy < {min_occupancy:g}"
+    else:
+        reason = None
+    return Verdict(candidate, stats, occ, reason)
+
+
+def filter_candidates(candidates: Iterable[Candidate], stats: dict[int, KernelStats | str],
+                      min_occupancy: float = MIN_OCCUPANCY, limits: SmLimits = SM90
+                      ) -> list[Verdict]:
+    """The verdict on each candidate (in order)."""
+    return [verdict(c, stats[c.index], min_occupancy, limits) for c in candidates]
+
+
+def rejections(verdicts: Iterable[Verdict]) -> Counter[str]:
+    """How many candidates each reason rejected."""
+    return Counter(v.rejected for v in verdicts if v.rejected is not None)
+
+
+def ptxas_report(problem, candidates: Sequence[Candidate], arch: str = "sm_90",
+                 jobs: int | None = None) -> dict[int, KernelStats]:
+    """``ptxas -v`` statistics of each candidate (by index) of a matmul `problem`, compiled
+    for `arch` over `jobs` processes (default: the CPU count). CudaCompileError if a
+    candidate does not compile."""
+    kernel = TunableKernel("matmul_simt", problem)
+    jobs = jobs or os.cpu_count() or 1
+    size = max(1, min(CHUNK, math.ceil(len(candidates) / jobs)))
+    stats = compile_candidates([(kernel, candidates)], arch, jobs=jobs, chunk=size)[kernel]
+    if errors := [s for s in stats.values() if isinstance(s, str)]:
+        raise CudaCompileError(errors[0])
+    return stats  # type: ignore[return-value]
