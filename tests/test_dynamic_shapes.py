@@ -28,7 +28,7 @@ def test_compiled_once_per_shape_signature(monkeypatch: pytest.MonkeyPatch) -> N
     compiles: list[object] = []
     real = session_module.compile_model
     monkeypatch.setattr(session_module, "compile_model",
-                        lambda model, shapes=None, fusion=True: compiles.append(shapes) or real(model, shapes, fusion))
+                        lambda model, shapes=None, *rest: compiles.append(shapes) or real(model, shapes, *rest))
     model = dynamic_mlp()
     session = tmlir.InferenceSession(model, device="emu")
     assert session.program is None and compiles == []
@@ -46,7 +46,7 @@ def test_static_model_compiles_up_front(monkeypatch: pytest.MonkeyPatch) -> None
     compiles: list[object] = []
     real = session_module.compile_model
     monkeypatch.setattr(session_module, "compile_model",
-                        lambda model, shapes=None, fusion=True: compiles.append(shapes) or real(model, shapes, fusion))
+                        lambda model, shapes=None, *rest: compiles.append(shapes) or real(model, shapes, *rest))
     session = tmlir.InferenceSession(mlp(3, [8, 4]), device="emu")
     assert compiles == [None] and session.program is not None
     session.run(None, {"x": rand(3, 8)})

@@ -33,7 +33,6 @@ this script, whose times mean nothing.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import signal
@@ -169,26 +168,6 @@ def dry_run(path: Path, stages: Stages, spec: dict[str, Any]) -> None:
 # ----------------------------------------------------------------------------- GPU
 
 
-NO_RECORDS = ("not run: InferenceSession takes no tuning records "
-              "(neither a 'tuning_records' nor a 'target_device' argument)")
-
-
-def _session_parameters() -> Any:
-    import tmlir
-
-    return inspect.signature(tmlir.InferenceSession.__init__).parameters
-
-
-def tuned_session_kwargs(records: Path) -> dict[str, Any]:
-    """The InferenceSession keywords that make it compile with the tuning `records`."""
-    if "tuning_records" in _session_parameters():
-        return {"tuning_records": str(records)}
-    from tmlir.tuning import TuningTarget  # records found through $TMLIR_TUNING_RECORDS
-
-    os.environ["TMLIR_TUNING_RECORDS"] = str(records)
-    return {"target_device": TuningTarget.current().device_name}
-
-
 def gpu_run(path: Path, name: str, stages: Stages, spec: dict[str, Any], lock: Path | None,
             runs: int, tune_seconds: float, jobs: int, device: str = "cuda") -> None:
     """The GPU stages; `device` "cpu" runs them with torch on the CPU and tmlir on emu."""
@@ -267,7 +246,7 @@ def gpu_run(path: Path, name: str, stages: Stages, spec: dict[str, Any], lock: P
 
     def tmlir_tuned() -> dict[str, Any]:
         records = stages.out.with_name(f"{stages.out.stem}.tuning_records.jsonl")
-        kwargs = tuned_session_kwargs(records)
+        kwargs = {"tuning_records": str(records)}  # on cuda: the records of GPU 0
         budget = min(tune_seconds, stages.left() - STAGE_SECONDS["tmlir_default"] - 10)
         report = stages.out.with_name(f"{stages.out.stem}.tuning.json")
         log = stages.out.with_name(f"{stages.out.stem}.tuning.log")
@@ -299,10 +278,7 @@ def gpu_run(path: Path, name: str, stages: Stages, spec: dict[str, Any], lock: P
     if tune_seconds <= 0:
         stages.result["tmlir_tuned"] = {"status": "not run: --tune-seconds 0"}
     else:
-        if {"tuning_records", "target_device"} & set(_session_parameters()):
-            stages.run("tmlir_tuned", tmlir_tuned)
-        else:
-            stages.result["tmlir_tuned"] = {"status": NO_RECORDS}
+        stages.run("tmlir_tuned", tmlir_tuned)
     stages.save()
 
 

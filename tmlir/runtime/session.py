@@ -47,12 +47,17 @@ class IOInfo:
 
 
 def compile_model(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = None,
-                  fusion: bool = True) -> tuple[CudaProgram, dict[str, np.ndarray]]:
+                  fusion: bool = True, target_device: str = "", target_arch: str = "sm_90",
+                  tuning_records: str | os.PathLike | None = None
+                  ) -> tuple[CudaProgram, dict[str, np.ndarray]]:
     """ONNX model (path, bytes or ModelProto) → CUDA program and its weights.
 
     `input_shapes` fixes the shapes of dynamic inputs by name (see ``import_onnx``);
     `fusion` false compiles every graph op to a kernel of its own (``lower-to-cuda``'s
-    ``fusion`` option).
+    ``fusion`` option). With a `target_device` (a GPU name as ``cuDeviceGetName`` gives
+    it) and `target_arch`, tunable kernels take the parameters ``tm-tune`` recorded for
+    that device in `tuning_records` (default: the standard records file; see
+    docs/tuning.md); without one, every template uses its default parameters.
     """
     from tmlir.frontends.onnx import import_onnx
     from tmlir.passes.lower_to_cuda import LowerToCuda
@@ -61,7 +66,9 @@ def compile_model(model: Any, input_shapes: Mapping[str, Sequence[int]] | None =
     source = str(model) if isinstance(model, str | os.PathLike) else None
     imported = import_onnx(model, source=source, input_shapes=input_shapes)
     # The context carries the weight table: graph-fold-batchnorm adds folded weights to it.
-    LowerToCuda(fusion=fusion).apply(make_context(weights=imported.weights), imported.module)
+    lower = LowerToCuda(fusion=fusion, target_device=target_device, target_arch=target_arch,
+                        tuning_records=str(tuning_records or ""))
+    lower.apply(make_context(weights=imported.weights), imported.module)
     return emit_cuda(imported.module), imported.weights
 
 
@@ -112,14 +119,20 @@ class InferenceSession:
     - ``memory_plan=False`` gives every intermediate buffer memory of its own instead of
       reusing dead buffers' memory (`tmlir.runtime.memory_plan`; for comparing);
     - ``cuda_graphs=False`` (cuda) launches every kernel on each run instead of replaying
-      the CUDA graph captured by the first run of each input-shape signature.
+      the CUDA graph captured by the first run of each input-shape signature;
+    - ``tuning_records`` names the file of ``tm-tune``'s records (default: the standard
+      one). On cuda, tunable kernels take the parameters recorded for GPU 0 (its name and
+      architecture); on emu, those recorded for ``target_device`` when one is given
+      (``""``: default parameters), so emu runs the exact kernels a GPU would.
 
     On cuda, the weights are uploaded once; inputs may be numpy arrays or CUDA arrays
     (torch, cupy: DLPack or ``__cuda_array_interface__``), copied device to device.
     """
 
     def __init__(self, path_or_model: Any, device: str = "emu", fusion: bool = True,
-                 memory_plan: bool = True, cuda_graphs: bool = True) -> None:
+                 memory_plan: bool = True, cuda_graphs: bool = True,
+                 tuning_records: str | os.PathLike | None = None, target_device: str = "",
+                 target_arch: str = "sm_90") -> None:
         from tmlir.frontends.onnx import declared_inputs, load_model
 
         if device not in DEVICES:
@@ -128,6 +141,12 @@ class InferenceSession:
         self.fusion = fusion
         self.memory_plan = memory_plan
         self.cuda_graphs = cuda_graphs
+        self.tuning_records = tuning_records
+        self.target = (target_device, target_arch)
+        if device == "cuda":
+            from tmlir.backends.cuda_runtime import device_arch, device_name
+
+            self.target = (device_name(), device_arch())
         self._model = path_or_model
         proto = load_model(path_or_model,
                            str(path_or_model) if isinstance(path_or_model, str | os.PathLike) else None)
@@ -231,7 +250,8 @@ class InferenceSession:
         """The model compiled for these dynamic input shapes (compiled on first use)."""
         key = tuple(sorted(shapes.items()))
         if key not in self._variants:
-            program, weights = compile_model(self._model, shapes or None, self.fusion)
+            program, weights = compile_model(self._model, shapes or None, self.fusion,
+                                             *self.target, self.tuning_records)
             plan = plan_memory(program, reuse=self.memory_plan)
             signatures = [k.signature for k in program.kernels]
             runner: Runner
@@ -240,10 +260,10 @@ class InferenceSession:
 
                 runner = EmuRunner(program, weights, compile_emu(program.source, signatures), plan)
             else:
-                from tmlir.backends.cuda_runtime import CudaModule, device_arch
+                from tmlir.backends.cuda_runtime import CudaModule
                 from tmlir.backends.ptx import compile_ptx
 
-                module = CudaModule(compile_ptx(program.source, device_arch()), signatures)
+                module = CudaModule(compile_ptx(program.source, self.target[1]), signatures)
                 runner = CudaRunner(program, weights, module, plan, *self._cuda_state(),
                                     cuda_graphs=self.cuda_graphs)
             self._variants[key] = _Compiled(program, plan, runner)
