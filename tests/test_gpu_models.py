@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pytest
 from models import run_onnxruntime
+from test_hf_models import feed as manifest_feed
 
 import tmlir
 from tmlir.backends import ptx
@@ -59,17 +60,10 @@ def _make_mlp() -> Any:
 
 def feed(name: str, seed: int) -> dict[str, np.ndarray]:
     """Inputs as the manifest describes them (token ids in range); the MLP's are normal."""
-    rng = np.random.default_rng(seed)
     if name == "mlp":
+        rng = np.random.default_rng(seed)
         return {"input": rng.standard_normal((16, 784)).astype(np.float32)}
-    arrays = {}
-    for input_name, spec in MANIFEST[name]["inputs"].items():
-        if spec["dtype"] == "float32":
-            arrays[input_name] = rng.standard_normal(spec["shape"]).astype(np.float32)
-        else:
-            low, high = spec["range"]
-            arrays[input_name] = rng.integers(low, high, spec["shape"]).astype(spec["dtype"])
-    return arrays
+    return manifest_feed(name, seed)
 
 
 @dataclass(frozen=True)

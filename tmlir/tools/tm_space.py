@@ -16,43 +16,29 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
 from tmlir.backends.ptx import SUPPORTED_ARCHS, CudaCompileError
 from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulProblem
+from tmlir.tools.cli import ToolParser, positive_int
 
 TEMPLATES = ("matmul",)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(1, f"tm-space: error: {message}\n")
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="tm-space", description=__doc__.split("\n\n")[0])
+    parser = ToolParser(prog="tm-space", description=__doc__.split("\n\n")[0],
+                        status=1)
     parser.add_argument("template", choices=TEMPLATES, help="schedule template")
-    parser.add_argument("--m", type=_positive, required=True, help="rows of C")
-    parser.add_argument("--n", type=_positive, required=True, help="columns of C")
-    parser.add_argument("--k", type=_positive, required=True, help="contraction length")
-    parser.add_argument("--batch", type=_positive, default=1, help="batch size (default 1)")
+    parser.add_argument("--m", type=positive_int, required=True, help="rows of C")
+    parser.add_argument("--n", type=positive_int, required=True, help="columns of C")
+    parser.add_argument("--k", type=positive_int, required=True, help="contraction length")
+    parser.add_argument("--batch", type=positive_int, default=1, help="batch size (default 1)")
     parser.add_argument("--trans-a", action="store_true", help="A is stored k x m")
     parser.add_argument("--trans-b", action="store_true", help="B is stored n x k")
     parser.add_argument("--arch", default="sm_90", choices=SUPPORTED_ARCHS,
                         help="ptxas target (default sm_90)")
-    parser.add_argument("--jobs", type=_positive, default=None,
+    parser.add_argument("--jobs", type=positive_int, default=None,
                         help="compiler processes (default: CPU count)")
-    parser.add_argument("--limit", type=_positive, default=None,
+    parser.add_argument("--limit", type=positive_int, default=None,
                         help="compile only the first LIMIT candidates (and the default)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     return parser

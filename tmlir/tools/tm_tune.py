@@ -26,24 +26,9 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from tmlir.backends.ptx import SUPPORTED_ARCHS
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"tm-tune: error: {message}\n")
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+from tmlir.tools.cli import ToolParser, positive_int
 
 
 def _fraction(text: str) -> float:
@@ -68,7 +53,7 @@ def _input_shape(text: str) -> tuple[str, tuple[int, ...]]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="tm-tune", description=__doc__.split("\n\n")[0])
+    parser = ToolParser(prog="tm-tune", description=__doc__.split("\n\n")[0])
     parser.add_argument("model", help="the ONNX model")
     parser.add_argument("--dry-run", action="store_true",
                         help="compile and filter only (no GPU needed), write no records")
@@ -82,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="file the records under this device name (default: the GPU's)")
     parser.add_argument("--min-occupancy", type=_fraction, default=None,
                         help="reject candidates below this occupancy (default 0.125)")
-    parser.add_argument("--jobs", type=_positive, default=None,
+    parser.add_argument("--jobs", type=positive_int, default=None,
                         help="compiler processes (default: CPU count)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="compile on the Dask cluster at ADDRESS instead")
@@ -90,10 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
                         metavar="NAME=D1,D2,...", help="fix a dynamic input's shape")
     parser.add_argument("--no-fusion", action="store_true",
                         help="tune the kernels of the unfused model")
-    parser.add_argument("--limit", type=_positive, default=None,
+    parser.add_argument("--limit", type=positive_int, default=None,
                         help="only the first LIMIT candidates of each space (and the default)")
-    parser.add_argument("--warmup", type=_positive, default=3, help="runs before timing")
-    parser.add_argument("--repeat", type=_positive, default=20,
+    parser.add_argument("--warmup", type=positive_int, default=3, help="runs before timing")
+    parser.add_argument("--repeat", type=positive_int, default=20,
                         help="timed runs per candidate (the median counts)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
