@@ -57,3 +57,20 @@ def test_verdicts_say_why():
     assert verdict(c, "NVRTC failed ...").rejected == "compile error"
     verdicts = [verdict(c, s, 0.25) for s in (ok, low, low, "error")]
     assert rejections(verdicts) == {"occupancy < 0.25": 2, "compile error": 1}
+
+
+def test_progress_in_a_log_is_periodic_lines(capsys, monkeypatch):
+    from tmlir.tuning import compile as compile_module
+
+    monkeypatch.setattr(compile_module.sys.stderr, "isatty", lambda: False, raising=False)
+    bar = compile_module._progress(40, "compile", enabled=True)
+    bar.every = 0.0  # a line per update
+    bar.update(10)
+    bar.close()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("tm-tune: compile: 0/40 candidates (0%)")
+    assert lines[1].startswith("tm-tune: compile: 10/40 candidates (25%)")
+    quiet = compile_module._progress(40, "compile", enabled=False)
+    quiet.update(40)
+    quiet.close()
+    assert capsys.readouterr().err == ""

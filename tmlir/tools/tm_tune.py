@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup", type=positive_int, default=3, help="runs before timing")
     parser.add_argument("--repeat", type=positive_int, default=20,
                         help="timed runs per candidate (the median counts)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or progress lines")
     return parser
 
 
@@ -152,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             jobs=args.jobs, input_shapes=dict(args.input_shape) or None,
             min_occupancy=MIN_OCCUPANCY if args.min_occupancy is None else args.min_occupancy,
             fusion=not args.no_fusion, warmup=args.warmup, repeats=args.repeat, limit=args.limit,
-            progress=not args.quiet and sys.stderr.isatty())
+            progress=not args.quiet)
     except (FrontendError, ValueError) as exc:  # a model that cannot be imported or built
         return fail(str(exc).splitlines()[0], 2)
     except (RuntimeError, OSError) as exc:  # CudaCompileError, CudaRuntimeError, I/O

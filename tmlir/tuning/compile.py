@@ -30,6 +30,8 @@ import hashlib
 import json
 import math
 import os
+import sys
+import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
@@ -199,9 +201,36 @@ def _run(executor: Executor, tasks: Sequence[tuple[TunableKernel, tuple[Candidat
         raise
 
 
+class _LogProgress:
+    """Progress for a log (stderr is not a terminal): a line now and one every `every`
+    seconds, ``tm-tune: compile: 120/3848 candidates (3%), 45 s``."""
+
+    def __init__(self, total: int, what: str, every: float = 30.0) -> None:
+        self.total, self.what, self.every, self.done = total, what, every, 0
+        self.start = self.last = time.monotonic()
+        self._line()
+
+    def _line(self) -> None:
+        share = f" ({100 * self.done // self.total}%)" if self.total else ""
+        print(f"tm-tune: {self.what}: {self.done}/{self.total} candidates{share}, "
+              f"{time.monotonic() - self.start:.0f} s", file=sys.stderr, flush=True)
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if time.monotonic() - self.last >= self.every:
+            self.last = time.monotonic()
+            self._line()
+
+    def close(self) -> None:
+        pass
+
+
 def _progress(total: int, what: str, enabled: bool):
+    """A tqdm bar on a terminal, periodic lines in a log, nothing when not `enabled`."""
     from tqdm import tqdm
 
+    if enabled and not sys.stderr.isatty():
+        return _LogProgress(total, what)
     return tqdm(total=total, desc=what, unit="cand", disable=not enabled, leave=False,
                 dynamic_ncols=True)
 
