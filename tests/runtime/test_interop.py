@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tmlir.backends.cuda_runtime import cuda_available
-from tmlir.runtime import interop
+from tmlir.runtime import dlpack_abi
 from tmlir.runtime.interop import ArrayRef, ConsumedDLPack, ExportedArray, InteropError, as_array_ref
 
 HAVE_GPU = cuda_available()
@@ -84,12 +84,12 @@ class Forged:
 
     def __dlpack__(self, stream: int | None = None) -> Any:
         capsule = self.array.__dlpack__()
-        tensor = interop._DLManagedTensor.from_address(capsule_pointer(capsule, b"dltensor")).dl_tensor
+        tensor = dlpack_abi.DLManagedTensor.from_address(capsule_pointer(capsule, b"dltensor")).dl_tensor
         if self.strides is not None:
             self.keep = (ctypes.c_int64 * len(self.strides))(*self.strides)
             tensor.strides = ctypes.cast(self.keep, ctypes.POINTER(ctypes.c_int64))
         if self.dtype is not None:
-            tensor.dtype = interop._DLDataType(*self.dtype)
+            tensor.dtype = dlpack_abi.DLDataType(*self.dtype)
         if self.byte_offset:
             tensor.data -= self.byte_offset
             tensor.byte_offset = self.byte_offset

@@ -26,11 +26,30 @@ from __future__ import annotations
 import ctypes
 import enum
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+
+from tmlir.runtime.dlpack_abi import (
+    CAPSULE_DESTRUCTOR,
+    CAPSULE_NAME,
+    DELETER,
+    DELETER_VERSIONED,
+    DLDataType,
+    DLDevice,
+    DLManagedTensor,
+    DLManagedTensorVersioned,
+    DLPackVersion,
+    DLTensor,
+    call_deleter,
+    capsule_name,
+    capsule_new,
+    capsule_pointer,
+    capsule_set_name,
+    incref,
+)
 
 Device = Literal["cpu", "cuda"]
 
@@ -65,121 +84,6 @@ _DTYPE_NAMES = ", ".join(d.name for d in _DLPACK_CODES)
 _READ_ONLY_FLAG = 1  # DLPACK_FLAG_BITMASK_READ_ONLY
 
 
-# --- the DLPack ABI (dlpack.h, v1.x; the unversioned struct is the v0.x one) -------------
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-class _DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p)]
-
-
-class _DLPackVersion(ctypes.Structure):
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
-
-
-class _DLManagedTensorVersioned(ctypes.Structure):
-    _fields_ = [("version", _DLPackVersion), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64), ("dl_tensor", _DLTensor)]
-
-
-def _capi(name: str, restype: Any, *argtypes: Any) -> Any:
-    """A private prototype of a Python C-API function (called with the GIL held; a Python
-    error it sets is raised), so no argtypes are changed on the shared ``ctypes.pythonapi``."""
-    return ctypes.PYFUNCTYPE(restype, *argtypes)((name, ctypes.pythonapi))
-
-
-_capsule_new = _capi("PyCapsule_New", ctypes.py_object, ctypes.c_void_p, ctypes.c_void_p,
-                     ctypes.c_void_p)
-_capsule_pointer = _capi("PyCapsule_GetPointer", ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p)
-_capsule_set_name = _capi("PyCapsule_SetName", ctypes.c_int, ctypes.py_object, ctypes.c_void_p)
-_capsule_name = _capi("PyCapsule_GetName", ctypes.c_char_p, ctypes.py_object)
-# Raw-pointer variants, for the capsule destructor (the capsule is mid-deallocation there).
-_capsule_is_valid_raw = _capi("PyCapsule_IsValid", ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
-_capsule_pointer_raw = _capi("PyCapsule_GetPointer", ctypes.c_void_p, ctypes.c_void_p,
-                             ctypes.c_void_p)
-_incref = _capi("Py_IncRef", None, ctypes.py_object)
-_decref = _capi("Py_DecRef", None, ctypes.py_object)
-_raise_pending_error = _capi("Py_IsInitialized", ctypes.c_int)
-_raw_malloc = _capi("PyMem_RawMalloc", ctypes.c_void_p, ctypes.c_size_t)
-_call_deleter = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)  # a producer's deleter, GIL held
-
-
-def _static_cstring(text: bytes) -> int:
-    """A NUL-terminated copy of `text` that lives as long as the process (capsule names
-    must outlive every capsule, including those freed during interpreter shutdown)."""
-    address = _raw_malloc(len(text) + 1)
-    ctypes.memmove(address, text + b"\0", len(text) + 1)
-    return address
-
-
-_NAME = {name: _static_cstring(name.encode()) for name in
-         ("dltensor", "used_dltensor", "dltensor_versioned", "used_dltensor_versioned")}
-
-
-def _c_callback(body: Callable[[int], None]) -> Any:
-    """`body` as a ``void (*)(void*)`` C callback object, kept alive forever.
-
-    ctypes cannot run a callback while a Python exception is pending (C code freeing our
-    object on its error path) without losing that exception, and CPython may crash after.
-    So exports avoid needing one then: versioned deleters are C code and capsules die at
-    safe points (`_CapsuleKeeper`). Where one still runs then -- an unversioned deleter
-    called by a legacy consumer freeing its tensor while an exception propagates -- it
-    does its work and re-raises the exception, which Python reports as "ignored".
-    """
-
-    def callback(address: int) -> None:
-        try:
-            _raise_pending_error()
-        except BaseException:
-            body(address)
-            raise
-        body(address)
-
-    thunk = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(callback)
-    _incref(thunk)  # immortal: a capsule may outlive this module at shutdown
-    return thunk
-
-
-def _drop_manager_ctx(managed: int) -> None:
-    """The deleter of an unversioned export: drop the reference manager_ctx holds."""
-    context = _DLManagedTensor.from_address(managed).manager_ctx
-    _decref(ctypes.cast(context, ctypes.py_object).value)
-
-
-def _delete_unconsumed(capsule: int) -> None:
-    """The destructor of an exported capsule: call the deleter unless a consumer took it."""
-    for name, struct in (("dltensor", _DLManagedTensor),
-                         ("dltensor_versioned", _DLManagedTensorVersioned)):
-        if _capsule_is_valid_raw(capsule, _NAME[name]):
-            managed = _capsule_pointer_raw(capsule, _NAME[name])
-            _call_deleter(struct.from_address(managed).deleter)(managed)
-
-
-_DELETER_CALLBACK = _c_callback(_drop_manager_ctx)
-_DESTRUCTOR_CALLBACK = _c_callback(_delete_unconsumed)
-_DELETER = ctypes.cast(_DELETER_CALLBACK, ctypes.c_void_p).value
-_CAPSULE_DESTRUCTOR = ctypes.cast(_DESTRUCTOR_CALLBACK, ctypes.c_void_p).value
-# The deleter of a versioned export is C code, safe to call on any error path: a
-# DLManagedTensorVersioned's manager_ctx sits where a Py_buffer's `obj` does, so
-# PyBuffer_Release(managed) drops the reference that manager_ctx holds (its object has no
-# buffer slots) and touches nothing else. Like any C-API call it needs the GIL.
-assert _DLManagedTensorVersioned.manager_ctx.offset == ctypes.sizeof(ctypes.c_void_p), "64-bit only"
-_DELETER_VERSIONED = ctypes.cast(ctypes.pythonapi.PyBuffer_Release, ctypes.c_void_p).value
-
-
 # --- consuming -----------------------------------------------------------------------
 
 class ConsumedDLPack:
@@ -193,7 +97,7 @@ class ConsumedDLPack:
         """Hand the memory back to its producer; the `ArrayRef` must not be used after."""
         deleter, self._deleter = self._deleter, None
         if deleter:
-            _call_deleter(deleter)(self._address)
+            call_deleter(deleter)(self._address)
 
     def __del__(self) -> None:
         self.release()
@@ -354,16 +258,16 @@ def _dlpack_ref(obj: Any, name: str, stream: int | None) -> ArrayRef:
         capsule = _dlpack_capsule(obj, stream if device == "cuda" else None)
     except Exception as exc:
         raise InteropError(f"{name}: __dlpack__() failed: {_first_line(exc)}") from None
-    kind = _capsule_name(capsule) if type(capsule).__name__ == "PyCapsule" else None
+    kind = capsule_name(capsule) if type(capsule).__name__ == "PyCapsule" else None
     if kind not in (b"dltensor", b"dltensor_versioned"):
         got = f"a capsule named {kind.decode()!r}" if kind else type(capsule).__name__
         raise InteropError(f"{name}: __dlpack__() returned {got}; expected a 'dltensor' capsule")
     versioned = kind == b"dltensor_versioned"
-    address = _capsule_pointer(capsule, _NAME[kind.decode()])
-    struct = _DLManagedTensorVersioned if versioned else _DLManagedTensor
+    address = capsule_pointer(capsule, CAPSULE_NAME[kind.decode()])
+    struct = DLManagedTensorVersioned if versioned else DLManagedTensor
     managed = struct.from_address(address)
     owner = ConsumedDLPack(address, managed.deleter)
-    _capsule_set_name(capsule, _NAME["used_" + kind.decode()])  # we own it now
+    capsule_set_name(capsule, CAPSULE_NAME["used_" + kind.decode()])  # we own it now
     try:
         if versioned and managed.version.major != 1:
             raise InteropError(f"{name}: DLPack version {managed.version.major}."
@@ -375,7 +279,7 @@ def _dlpack_ref(obj: Any, name: str, stream: int | None) -> ArrayRef:
         raise
 
 
-def _dltensor_ref(tensor: _DLTensor, device: Device, owner: ConsumedDLPack, readonly: bool,
+def _dltensor_ref(tensor: DLTensor, device: Device, owner: ConsumedDLPack, readonly: bool,
                   name: str) -> ArrayRef:
     code, bits, lanes = tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes
     if lanes != 1:
@@ -496,23 +400,23 @@ def _export_capsule(array: ExportedArray, versioned: bool) -> Any:
     shape = (ctypes.c_int64 * max(ndim, 1))(*array.shape)
     strides = (ctypes.c_int64 * max(ndim, 1))(
         *(math.prod(array.shape[i + 1:]) for i in range(ndim)))  # explicit: DLPack >= 1.2 wants them
-    managed: Any = _DLManagedTensorVersioned() if versioned else _DLManagedTensor()
+    managed: Any = DLManagedTensorVersioned() if versioned else DLManagedTensor()
     tensor = managed.dl_tensor
     tensor.data = array.ptr or None
-    tensor.device = _DLDevice(_TYPE_OF_DEVICE[array.device], array.device_id)
+    tensor.device = DLDevice(_TYPE_OF_DEVICE[array.device], array.device_id)
     tensor.ndim = ndim
-    tensor.dtype = _DLDataType(*_DLPACK_CODES[array.dtype], 1)
+    tensor.dtype = DLDataType(*_DLPACK_CODES[array.dtype], 1)
     tensor.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
     tensor.strides = ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64))
     tensor.byte_offset = 0
     if versioned:
-        managed.version = _DLPackVersion(1, 0)
+        managed.version = DLPackVersion(1, 0)
         managed.flags = _READ_ONLY_FLAG if array.readonly else 0
     context = _Export(managed, shape, strides, array.owner)
     managed.manager_ctx = id(context)
-    managed.deleter = _DELETER_VERSIONED if versioned else _DELETER
-    capsule = _capsule_new(ctypes.addressof(managed),
-                           _NAME["dltensor_versioned" if versioned else "dltensor"],
-                           _CAPSULE_DESTRUCTOR)
-    _incref(context)  # owned by the capsule, then by its consumer, until the deleter runs
+    managed.deleter = DELETER_VERSIONED if versioned else DELETER
+    capsule = capsule_new(ctypes.addressof(managed),
+                           CAPSULE_NAME["dltensor_versioned" if versioned else "dltensor"],
+                           CAPSULE_DESTRUCTOR)
+    incref(context)  # owned by the capsule, then by its consumer, until the deleter runs
     return capsule
