@@ -140,6 +140,7 @@ class CudaRunner:
                 slot.fill_zero(stream)
                 self.slots.append(slot)
         self.args = [[self.slots[i] for i in launch.args] for launch in program.launches]
+        self.outputs = [(i, buf) for i, buf in enumerate(program.buffers) if buf.kind == "output"]
 
     def _launch_all(self) -> None:
         for launch, args in zip(self.program.launches, self.args):
@@ -166,9 +167,7 @@ class CudaRunner:
                 self.graph = capture_graph(self.stream, self._launch_all)
             self.graph.launch(self.stream)
         outputs: dict[int, Any] = {}
-        for i, buf in enumerate(self.program.buffers):
-            if buf.kind != "output":
-                continue
+        for i, buf in self.outputs:
             if device_outputs:
                 out = DeviceBuffer(buf.shape, buf.dtype)
                 out.copy_from_device(self.slots[i].ptr, out.nbytes, self.stream)
