@@ -19,10 +19,10 @@ from xdsl.utils.exceptions import VerifyException
 from tmlir.backends.cuda_c import emit_cuda
 from tmlir.backends.emu import compile_emu
 from tmlir.dialects import tm, tmgpu
+from tmlir.ir.builder import IRBuilder
 from tmlir.layout import DataLayout, LayoutAtom, LayoutError, column_major, parse_layout, row_major
 from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu, linear_offset
 from tmlir.registry import make_context
-from tmlir.schedules.builder import IRBuilder
 
 F32 = Float32Type()
 

@@ -16,6 +16,7 @@ from xdsl.utils.exceptions import VerifyException
 from tmlir.backends.cuda_c import emit_cuda
 from tmlir.backends.emu import compile_emu
 from tmlir.dialects import tm
+from tmlir.ir.builder import IRBuilder
 from tmlir.mapping import (
     MappingAtom,
     MappingError,
@@ -28,7 +29,6 @@ from tmlir.mapping import (
 from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu
 from tmlir.passes.tm_lower_mappings import TmLowerMappings
 from tmlir.registry import make_context
-from tmlir.schedules.builder import IRBuilder
 
 
 def test_semantics_of_the_paper_example():

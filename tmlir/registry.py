@@ -1,8 +1,11 @@
 """Where tm-opt and the Python API find the project's dialects, passes and targets.
 
-Adding a pass or a dialect is adding one file: every module ``tmlir/passes/<snake>.py``
-defines the pass named ``<snake with dashes>``, and every ``tmlir/dialects/<name>.py``
-defines a ``Dialect`` named ``<name>``. Nothing is imported until it is used.
+Adding a pass or a dialect is adding one file or package: every module
+``tmlir/passes/<snake>.py`` defines the pass named ``<snake with dashes>``, and every module
+``tmlir/dialects/<name>.py`` or package ``tmlir/dialects/<name>/`` defines (in its
+``__init__``) a ``Dialect`` named ``<name>``; a dialect package keeps its op families and
+helpers in modules of its own, which the registry never sees. Nothing is imported until it
+is used.
 """
 
 from __future__ import annotations
@@ -20,14 +23,17 @@ import tmlir.passes
 
 
 def _modules(package) -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_"))
+    """The modules and packages directly under `package`."""
+    return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("__"))
 
 
 def _load_dialect(module_name: str) -> Dialect:
     module = importlib.import_module(f"tmlir.dialects.{module_name}")
     dialects = [v for v in vars(module).values() if isinstance(v, Dialect)]
-    (dialect,) = [d for d in dialects if d.name == module_name]
-    return dialect
+    named = [d for d in dialects if d.name == module_name]
+    if len(named) != 1:
+        raise LookupError(f"tmlir/dialects/{module_name} defines no dialect named '{module_name}'")
+    return named[0]
 
 
 def _load_pass(module_name: str) -> type[ModulePass]:
@@ -40,7 +46,7 @@ def _load_pass(module_name: str) -> type[ModulePass]:
 
 
 def project_dialects() -> dict[str, Callable[[], Dialect]]:
-    """Dialect name -> lazy loader, one per file of tmlir/dialects/."""
+    """Dialect name -> lazy loader, one per module or package of tmlir/dialects/."""
     return {name: (lambda n=name: _load_dialect(n)) for name in _modules(tmlir.dialects)}
 
 

@@ -37,17 +37,21 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
-from tmlir.dialects._syntax import (
+from tmlir.gpu_limits import (
     MAX_THREADS_PER_BLOCK,
+)
+from tmlir.ir.kernel_ops import (
     ShuffleOpBase,
     ViewOpBase,
     enclosing,
     memref_shape,
+    verify_launch,
+)
+from tmlir.ir.syntax import (
     parse_int_in_parens,
     parse_kernel_header,
     parse_trailing_attrs_and_region,
     print_kernel_header,
-    verify_launch,
 )
 
 DIMS = ("x", "y", "z")

@@ -40,7 +40,9 @@ from xdsl.pattern_rewriter import (
 )
 
 from tmlir.dialects import tmgpu
-from tmlir.dialects._syntax import enclosing
+from tmlir.ir.kernel_ops import (
+    enclosing,
+)
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 """Index arithmetic is emitted as C ``int``; folds that leave this range are not done."""

@@ -42,7 +42,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from tmlir import dtypes
 from tmlir.dialects import graph, tm
-from tmlir.schedules.builder import IRBuilder
+from tmlir.ir.builder import IRBuilder
 from tmlir.schedules.elementwise import elementwise_kernel
 from tmlir.schedules.fusion import anchor_of, fuse_group
 from tmlir.schedules.templates import TunedParams, kernel_for

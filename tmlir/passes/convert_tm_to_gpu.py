@@ -32,8 +32,8 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from tmlir.dialects import tm, tmgpu
+from tmlir.ir.builder import Index, IRBuilder
 from tmlir.layout import DataLayout
-from tmlir.schedules.builder import Index, IRBuilder
 
 Layouts = dict[SSAValue, DataLayout]
 """The data layout of each laid-out (now 1-D) buffer."""

@@ -29,7 +29,7 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from tmlir.dialects import tm
-from tmlir.schedules.builder import Index, IRBuilder
+from tmlir.ir.builder import Index, IRBuilder
 
 
 def lower_for_task(op: tm.ForTaskOp) -> None:

@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
-from tmlir.schedules.builder import Index
+from tmlir.ir.builder import Index
 
 
 def f32_memref(shape: Sequence[int]) -> MemRefType:

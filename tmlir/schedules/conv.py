@@ -17,7 +17,7 @@ from xdsl.dialects import math as xmath
 from xdsl.ir import SSAValue
 
 from tmlir.dialects import graph, tm
-from tmlir.schedules.builder import IRBuilder
+from tmlir.ir.builder import IRBuilder
 from tmlir.schedules.common import name_args
 from tmlir.schedules.conv2d import Conv2dProblem, conv2d_kernel
 from tmlir.schedules.conv_transpose import ConvTransposeProblem

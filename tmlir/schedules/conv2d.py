@@ -41,11 +41,11 @@ from xdsl.dialects import arith
 from xdsl.ir import OpResult, SSAValue
 
 from tmlir.dialects import tm
+from tmlir.gpu_limits import WARP_SIZE
+from tmlir.ir.builder import Index, IRBuilder
 from tmlir.mapping import repeat, spatial
-from tmlir.schedules.builder import Index, IRBuilder
 from tmlir.schedules.common import f32_memref, kernel_attributes, name_args
 from tmlir.schedules.matmul_simt import (
-    WARP,
     GemmOperands,
     MatmulProblem,
     MatmulSimtParams,
@@ -337,7 +337,7 @@ def conv2d_direct_kernel(name: str, problem: Conv2dProblem,
     """One thread per output element, summing its ``Cg x KH x KW`` taps from global memory."""
     p = problem
     total = math.prod(p.out_shape)
-    block = min(params.block, WARP * math.ceil(total / WARP))
+    block = min(params.block, WARP_SIZE * math.ceil(total / WARP_SIZE))
     grid = math.ceil(total / block)
     kernel, (x, w, *rest) = _new_kernel(name, p, grid, block, "conv2d_direct", {"block": block})
     bias, y = (rest[0], rest[1]) if p.bias else (None, rest[0])

@@ -25,11 +25,11 @@ from xdsl.dialects import arith
 from xdsl.ir import SSAValue
 
 from tmlir.dialects import tm
+from tmlir.gpu_limits import WARP_SIZE
+from tmlir.ir.builder import Index, IRBuilder
 from tmlir.mapping import repeat, spatial
-from tmlir.schedules.builder import Index, IRBuilder
 from tmlir.schedules.common import f32_memref, kernel_attributes, name_args
 
-WARP = 32
 Pair = tuple[int, int]
 Quad = tuple[int, int, int, int]
 
@@ -139,7 +139,7 @@ def conv_transpose_kernel(name: str, problem: ConvTransposeProblem,
     """A kernel ``(x, w, [bias,] y)``: one thread per output element, gathering its taps."""
     p = problem
     total = math.prod(p.out_shape)
-    block = min(params.block, WARP * math.ceil(total / WARP))
+    block = min(params.block, WARP_SIZE * math.ceil(total / WARP_SIZE))
     grid = math.ceil(total / block)
     kernel = tm.KernelOp(name, [f32_memref(s) for s in p.arg_shapes], grid, block,
                          kernel_attributes("conv_transpose_direct",

@@ -44,8 +44,8 @@ from xdsl.dialects.builtin import Float32Type, IndexType, IntegerType, MemRefTyp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from tmlir.dialects import graph, tm
+from tmlir.ir.builder import Index, IRBuilder
 from tmlir.mapping import spatial
-from tmlir.schedules.builder import Index, IRBuilder
 from tmlir.schedules.common import broadcast_index, kernel_attributes, name_args
 
 MAX_GATHER_TABLE = 256

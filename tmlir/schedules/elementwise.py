@@ -17,8 +17,8 @@ from xdsl.dialects.builtin import Float32Type, MemRefType
 from xdsl.ir import Attribute, SSAValue
 
 from tmlir.dialects import tm
+from tmlir.ir.builder import IRBuilder
 from tmlir.mapping import spatial
-from tmlir.schedules.builder import IRBuilder
 from tmlir.schedules.common import (
     broadcast_guards,
     broadcast_index,
@@ -68,15 +68,14 @@ def elementwise_kernel(
     bid = b.insert(tm.BlockIdOp(), "bid").results[0]
     tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
     guarded = {0} if total % block != 0 else set()  # spare threads run past output dim 0
-    with b.for_task(spatial(grid), bid, ["blk"]) as (blk,):
-        with b.for_task(spatial(block), tid, ["lane"]) as (t,):
-            linear = b.add(b.mul(blk, block), t, "idx")
-            coords = b.unravel(linear, out_shape)
-            loaded = []
-            for arg, shape in zip(inputs, in_shapes):
-                index = broadcast_index(coords, out_shape, shape)
-                guard = broadcast_guards(out_shape, shape, guarded)
-                loaded.append(b.load(arg, index, guard, name="x"))
-            result = compute(b, loaded)
-            b.store(result, output, coords, sorted(guarded))
+    with b.for_task(spatial(grid), bid, ["blk"]) as (blk,), b.for_task(spatial(block), tid, ["lane"]) as (t,):
+        linear = b.add(b.mul(blk, block), t, "idx")
+        coords = b.unravel(linear, out_shape)
+        loaded = []
+        for arg, shape in zip(inputs, in_shapes):
+            index = broadcast_index(coords, out_shape, shape)
+            guard = broadcast_guards(out_shape, shape, guarded)
+            loaded.append(b.load(arg, index, guard, name="x"))
+        result = compute(b, loaded)
+        b.store(result, output, coords, sorted(guarded))
     return kernel

@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import Float32Type
 from xdsl.ir import Operation, SSAValue
 
 from tmlir.dialects import graph
-from tmlir.schedules.builder import IRBuilder
+from tmlir.ir.builder import IRBuilder
 from tmlir.schedules.elementwise import ElementFunction
 from tmlir.schedules.elementwise_logic import logic_function
 

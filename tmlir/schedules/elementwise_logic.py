@@ -1,5 +1,5 @@
 """Per-element functions of the graph ops whose result type differs from their operands'
-(``_graph_logic.py``): comparisons, boolean logic, ``is_nan``, ``where`` and ``cast``.
+(``dialects/graph/logic.py``): comparisons, boolean logic, ``is_nan``, ``where`` and ``cast``.
 
 ``logic_function(op)`` gives, like ``element_function``, the header expression and the
 IR builder of one output element. Float comparisons use ordered predicates (false when
@@ -18,7 +18,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from tmlir import dtypes
 from tmlir.dialects import graph
-from tmlir.schedules.builder import IRBuilder
+from tmlir.ir.builder import IRBuilder
 from tmlir.schedules.elementwise import ElementFunction
 
 #: comparison op -> (C symbol for the header, float predicate, integer predicate)

@@ -41,7 +41,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
 from tmlir.dialects import graph, tm
-from tmlir.schedules.builder import Index, IRBuilder
+from tmlir.ir.builder import Index, IRBuilder
 from tmlir.schedules.data_movement import buffer_indices
 from tmlir.schedules.injective import (
     element_of,

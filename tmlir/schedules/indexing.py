@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import IndexType, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tmlir.dialects import graph, tm
-from tmlir.schedules.builder import Index, IRBuilder
+from tmlir.ir.builder import Index, IRBuilder
 from tmlir.schedules.data_movement import (
     DataMovementParams,
     buffer_indices,

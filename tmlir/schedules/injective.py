@@ -29,7 +29,7 @@ from xdsl.dialects import math as xmath
 from xdsl.ir import Operation, SSAValue
 
 from tmlir.dialects import graph
-from tmlir.schedules.builder import Index, IRBuilder
+from tmlir.ir.builder import Index, IRBuilder
 from tmlir.schedules.common import broadcast_index
 from tmlir.schedules.data_movement import ELEMENT_OPS, Element, Load, element_for
 from tmlir.schedules.elementwise_functions import element_function

@@ -52,9 +52,10 @@ from xdsl.dialects import arith
 from xdsl.ir import SSAValue
 
 from tmlir.dialects import tm
+from tmlir.gpu_limits import MAX_REGISTERS_PER_THREAD, MAX_STATIC_SHARED_BYTES, MAX_THREADS_PER_BLOCK, WARP_SIZE
+from tmlir.ir.builder import Index, IRBuilder
 from tmlir.layout import DataLayout, row_major
 from tmlir.mapping import TaskMapping, auto_map, repeat, spatial
-from tmlir.schedules.builder import Index, IRBuilder
 from tmlir.schedules.common import (
     broadcast_guards,
     broadcast_index,
@@ -64,11 +65,8 @@ from tmlir.schedules.common import (
 )
 from tmlir.schedules.space import Constraint, Param, Space
 
-WARP = 32
 FLOAT_BYTES = 4
 #: Static shared memory a kernel may declare without an opt-in (all sm_7x-sm_12x GPUs).
-MAX_STATIC_SHARED_BYTES = 48 * 1024
-MAX_REGISTERS_PER_THREAD = 255
 #: Streaming multiprocessors of the reference GPU (H100 SXM) for the default choice.
 REFERENCE_SMS = 132
 
@@ -127,12 +125,12 @@ class MatmulSimtParams:
     block_k: int = 8
 
     def __post_init__(self) -> None:
-        if self.lanes[0] * self.lanes[1] != WARP:
-            raise ValueError(f"lanes {self.lanes} must have {WARP} lanes")
+        if self.lanes[0] * self.lanes[1] != WARP_SIZE:
+            raise ValueError(f"lanes {self.lanes} must have {WARP_SIZE} lanes")
 
     @property
     def threads(self) -> int:
-        return self.block_warps[0] * self.block_warps[1] * WARP
+        return self.block_warps[0] * self.block_warps[1] * WARP_SIZE
 
     @property
     def thread_m(self) -> int:
@@ -175,7 +173,7 @@ class MatmulSimtParams:
     def smem_pads(self, problem: MatmulProblem) -> Pair:
         """Row padding of the A and B shared tiles: an operand whose global rows run along k
         is stored by consecutive threads at stride ``block_m`` (``block_n``); pad then."""
-        pad = max(1, WARP // self.block_k)
+        pad = max(1, WARP_SIZE // self.block_k)
         return (0 if problem.transpose_lhs else pad, pad if problem.transpose_rhs else 0)
 
     def shared_bytes(self, problem: MatmulProblem) -> int:
@@ -298,7 +296,7 @@ def simt_gemm(kernel: tm.KernelOp, problem: MatmulProblem, params: MatmulSimtPar
     b = IRBuilder.at_end(kernel.body.block)
     bid = b.insert(tm.BlockIdOp(), "bid").results[0]
     tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
-    warp, lane = b.div(tid, WARP, "warp"), b.rem(tid, WARP, "lane")
+    warp, lane = b.div(tid, WARP_SIZE, "warp"), b.rem(tid, WARP_SIZE, "lane")
     pad_a, pad_b = P.smem_pads(p)
     a_load = _TileLoad(P.block_m, P.block_k, p.transpose_lhs, P.threads)
     b_load = _TileLoad(P.block_n, P.block_k, not p.transpose_rhs, P.threads)
@@ -485,7 +483,7 @@ MATMUL_SIMT_SPACE: Space[MatmulSimtParams] = Space(
     ],
     MatmulSimtParams,
     [
-        Constraint("threads <= 1024", lambda P, p: P.threads <= tm.MAX_THREADS_PER_BLOCK),
+        Constraint("threads <= 1024", lambda P, p: P.threads <= MAX_THREADS_PER_BLOCK),
         Constraint("block tile <= 128 x 128",
                    lambda P, p: P.block_m <= 128 and P.block_n <= 128),
         Constraint("tile fits the problem", _fits_problem),

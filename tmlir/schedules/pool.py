@@ -31,11 +31,11 @@ from xdsl.ir import SSAValue
 
 from tmlir.dialects import tm
 from tmlir.dialects.graph import pool_output_size
+from tmlir.gpu_limits import WARP_SIZE
+from tmlir.ir.builder import Index, IRBuilder
 from tmlir.mapping import repeat, spatial
-from tmlir.schedules.builder import Index, IRBuilder
 from tmlir.schedules.common import f32_memref, kernel_attributes, name_args
 
-WARP = 32
 POOL_KINDS = ("max", "average")
 
 
@@ -164,7 +164,7 @@ def pool_kernel(name: str, problem: PoolProblem, params: PoolParams = PoolParams
     """A kernel ``(x, y)``: `problem`'s pooling, one thread per output element."""
     p, k = problem, problem.spatial_rank
     total = math.prod(p.out_shape)
-    block = min(params.block, WARP * math.ceil(total / WARP))
+    block = min(params.block, WARP_SIZE * math.ceil(total / WARP_SIZE))
     grid = math.ceil(total / block)
     partial = total % block != 0  # the last block's spare threads fall past output dim 0
     kernel = tm.KernelOp(name, [f32_memref(p.input_shape), f32_memref(p.out_shape)], grid, block,

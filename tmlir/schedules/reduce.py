@@ -52,11 +52,11 @@ from xdsl.dialects import math as xmath
 from xdsl.ir import Operation, SSAValue
 
 from tmlir.dialects import tm
+from tmlir.gpu_limits import MAX_THREADS_PER_BLOCK, WARP_SIZE
+from tmlir.ir.builder import Index, IRBuilder
 from tmlir.mapping import repeat, spatial
-from tmlir.schedules.builder import Index, IRBuilder
 from tmlir.schedules.common import broadcast_index, f32_memref, kernel_attributes, name_args
 
-WARP = 32
 REDUCE_KINDS = ("sum", "mean", "max", "min")
 #: The target block size of the default parameters.
 DEFAULT_BLOCK = 256
@@ -160,16 +160,16 @@ class RowProblem:
 class ReduceParams:
     """Threads per row (a power of two) and rows per block; a block is whole warps."""
 
-    threads_per_row: int = WARP
+    threads_per_row: int = WARP_SIZE
     rows_per_block: int = 8
 
     def __post_init__(self) -> None:
         t, r = self.threads_per_row, self.rows_per_block
-        if not _is_pow2(t) or t > tm.MAX_THREADS_PER_BLOCK:
+        if not _is_pow2(t) or t > MAX_THREADS_PER_BLOCK:
             raise ValueError(f"threads_per_row must be a power of two in [1, 1024], got {t}")
-        if r < 1 or t * r > tm.MAX_THREADS_PER_BLOCK:
+        if r < 1 or t * r > MAX_THREADS_PER_BLOCK:
             raise ValueError(f"rows_per_block x threads_per_row must be 1 to 1024 threads, got {r} x {t}")
-        if (t * r) % WARP:
+        if (t * r) % WARP_SIZE:
             raise ValueError(
                 f"a block must be whole warps (every lane takes part in the shuffles), got {r} x {t}"
             )
@@ -181,11 +181,11 @@ class ReduceParams:
     @property
     def lanes_per_row(self) -> int:
         """Lanes of one warp that share a row (the first butterfly's width)."""
-        return min(self.threads_per_row, WARP)
+        return min(self.threads_per_row, WARP_SIZE)
 
     @property
     def warps_per_row(self) -> int:
-        return max(1, self.threads_per_row // WARP)
+        return max(1, self.threads_per_row // WARP_SIZE)
 
     def blocks(self, problem: RowProblem) -> int:
         return math.ceil(problem.rows / self.rows_per_block)
@@ -211,14 +211,14 @@ class ReduceParams:
         cols = problem.cols
         if problem.col_stride > 1 and problem.rows >= cols:
             t = 1
-        elif cols <= WARP:
+        elif cols <= WARP_SIZE:
             t = _next_pow2(cols)
         elif cols <= WARP_PER_ROW_MAX_COLS:
-            t = WARP
+            t = WARP_SIZE
         else:
-            t = min(tm.MAX_THREADS_PER_BLOCK, max(2 * WARP, _next_pow2(math.ceil(cols / 16))))
+            t = min(MAX_THREADS_PER_BLOCK, max(2 * WARP_SIZE, _next_pow2(math.ceil(cols / 16))))
         r = min(max(1, DEFAULT_BLOCK // t), _next_pow2(problem.rows))
-        return cls(t, max(r, WARP // t))
+        return cls(t, max(r, WARP_SIZE // t))
 
 
 @dataclass(frozen=True)
@@ -296,8 +296,8 @@ class _RowSchedule:
             self.row_ok = b.lt(self.row, p.rows, "row_ok") if p.rows % P.rows_per_block else None
             self.row_coords = b.unravel(self.row, p.row_shape, in_range=True)
             if P.warps_per_row > 1:
-                self.warp = b.div(t, WARP, "warp")
-                self.lane = b.rem(t, WARP, "lane")
+                self.warp = b.div(t, WARP_SIZE, "warp")
+                self.lane = b.rem(t, WARP_SIZE, "lane")
             yield
 
     @contextmanager

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-WARP = 32
+from tmlir.gpu_limits import WARP_SIZE
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class SmLimits:
 
     @property
     def warps(self) -> int:
-        return self.threads // WARP
+        return self.threads // WARP_SIZE
 
 
 SM90 = SmLimits()
@@ -42,8 +42,8 @@ def resident_blocks(registers: int, shared_bytes: int, threads: int,
                     limits: SmLimits = SM90) -> int:
     """Blocks of `threads` threads, each using `registers` per thread and `shared_bytes`
     of static shared memory, that one SM holds at once (0: the block does not fit)."""
-    warps = math.ceil(threads / WARP)
-    per_warp = math.ceil(max(registers, 1) * WARP / limits.register_unit) * limits.register_unit
+    warps = math.ceil(threads / WARP_SIZE)
+    per_warp = math.ceil(max(registers, 1) * WARP_SIZE / limits.register_unit) * limits.register_unit
     by_registers = (limits.registers // per_warp) // warps
     by_shared = limits.shared_bytes // (shared_bytes + limits.reserved_shared_per_block)
     by_threads = limits.warps // warps
@@ -54,4 +54,4 @@ def occupancy(registers: int, shared_bytes: int, threads: int, limits: SmLimits 
               ) -> float:
     """Resident warps over the SM's maximum, between 0 and 1."""
     blocks = resident_blocks(registers, shared_bytes, threads, limits)
-    return blocks * math.ceil(threads / WARP) / limits.warps
+    return blocks * math.ceil(threads / WARP_SIZE) / limits.warps

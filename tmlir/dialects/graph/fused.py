@@ -1,4 +1,4 @@
-"""``graph.fused``: a fusion group, the ops that become one kernel (re-exported by ``graph.py``).
+"""``graph.fused``: a fusion group, the ops that become one kernel.
 
 ``graph-partition`` groups each anchor (an op with a schedule template of its own: a
 matmul, a convolution, a reduction, ...) with the injective ops around it that its kernel
@@ -35,6 +35,12 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator
 from xdsl.utils.exceptions import VerifyException
+
+__all__ = [
+    "FUSION_OPS",
+    "FusedOp",
+    "YieldOp",
+]
 
 
 @irdl_op_definition

@@ -1,24 +1,5 @@
-"""The ``graph`` dialect: tensor operators with value semantics, as the frontend imports them.
-
-A model is a ``func.func`` whose arguments are the model inputs and whose results are its
-outputs (names in the ``tm.inputs`` / ``tm.outputs`` function attributes). Weights are not
-printed inline: ``graph.weight "fc1.weight"`` names an entry of a side table (the ONNX file
-they came from, or the dictionary the Python API keeps), so a 100 MB model stays a small
-text.
-
-    func.func @main(%x: tensor<8x784xf32>) -> tensor<8x10xf32> {
-      %w = graph.weight "fc.weight" : tensor<10x784xf32>
-      %b = graph.weight "fc.bias" : tensor<10xf32>
-      %y = graph.matmul %x, %w, %b {transpose_rhs} : (...) -> tensor<8x10xf32>
-      %z = graph.leaky_relu %y {alpha = 1.000000e-01 : f32} : tensor<8x10xf32>
-      func.return %z : tensor<8x10xf32>
-    }
-
-Elementwise ops are one op per function, as ONNX has them: unary ops keep their operand's
-type and carry their parameters as f32 properties (``graph.clip %x {min = 0.0 : f32}``),
-binary ops (``graph.add``, ``graph.pow``) and variadic ones (``graph.max %a, %b, %c``)
-broadcast numpy-style.
-"""
+"""Elementwise ops: binary and variadic ones broadcast numpy-style; unary ones keep
+their operand's type and carry their parameters as f32 properties."""
 
 from __future__ import annotations
 
@@ -30,9 +11,8 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     StringAttr,
     TensorType,
-    UnitAttr,
 )
-from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
@@ -40,7 +20,6 @@ from xdsl.irdl import (
     VarConstraint,
     irdl_op_definition,
     operand_def,
-    opt_operand_def,
     opt_prop_def,
     prop_def,
     result_def,
@@ -50,108 +29,44 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from tmlir.dialects._graph_conv import (  # noqa: F401  (re-exported)
-    CONV_OPS,
-    BatchNormOp,
-    ConvOp,
-    ConvTransposeOp,
-    conv_output_shape,
-    conv_transpose_output_shape,
-)
-from tmlir.dialects._graph_data_movement import (  # noqa: F401  (re-exported)
-    COORDINATE_TRANSFORMATION_MODES,
-    DATA_MOVEMENT_OPS,
-    NEAREST_MODES,
-    PAD_MODES,
-    RESIZE_MODES,
-    ConcatOp,
-    ExpandOp,
-    GatherOp,
-    PadOp,
-    ReshapeOp,
-    ResizeOp,
-    SliceOp,
-    SplitOp,
-    TileOp,
-    TransposeOp,
-)
-from tmlir.dialects._graph_fused import FUSION_OPS, FusedOp, YieldOp  # noqa: F401  (re-exported)
-from tmlir.dialects._graph_indexing import (  # noqa: F401  (re-exported)
-    INDEXING_OPS,
-    GatherNdOp,
-    TakeAlongAxisOp,
-    TakeOp,
-)
-from tmlir.dialects._graph_logic import (  # noqa: F401  (re-exported)
-    COMPARE_OPS,
-    LOGIC_OPS,
-    LOGICAL_OPS,
-    AndOp,
-    CastOp,
-    CompareOp,
-    EqualOp,
-    GreaterEqualOp,
-    GreaterOp,
-    IsNanOp,
-    LessEqualOp,
-    LessOp,
-    LogicalOp,
-    NotOp,
-    OrOp,
-    WhereOp,
-    XorOp,
-)
-from tmlir.dialects._graph_reductions import (  # noqa: F401  (re-exported)
-    NORMALIZATION_OPS,
-    POOL_OPS,
-    REDUCE_OPS,
-    AveragePoolOp,
-    LayerNormOp,
-    LogSoftmaxOp,
-    MaxPoolOp,
-    PoolOp,
-    ReduceMaxOp,
-    ReduceMeanOp,
-    ReduceMinOp,
-    ReduceOp,
-    ReduceSumOp,
-    SoftmaxBaseOp,
-    SoftmaxOp,
-    pool_output_size,
-    reduced_shape,
-)
-from tmlir.dialects._graph_shapes import broadcast_shapes, tensor_shape
+from tmlir.dialects.graph.shapes import tensor_shape, verify_broadcast
 
-
-@irdl_op_definition
-class WeightOp(IRDLOperation):
-    """A named constant tensor kept in the side table, not in the IR text."""
-
-    name = "graph.weight"
-    weight_name = prop_def(StringAttr, prop_name="name")
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$name attr-dict `:` type($result)"
-
-    def __init__(self, name: str, type: TensorType) -> None:
-        super().__init__(properties={"name": StringAttr(name)}, result_types=[type])
-
-    def verify_(self) -> None:
-        tensor_shape(self.result.type, f"weight '{self.weight_name.data}'")
-
-
-def verify_broadcast(operands: Sequence[tuple[str, Attribute]], result: Attribute) -> None:
-    """The result is the numpy broadcast of the (name, type) operands, all one element type."""
-    shapes = [tensor_shape(type, what) for what, type in operands]
-    out = tensor_shape(result, "result")
-    expected = broadcast_shapes(*shapes)
-    if out != expected:
-        raise VerifyException(
-            f"result shape {list(out)} does not match broadcast shape {list(expected)}"
-        )
-    types = {t.get_element_type() for t in (*(type for _, type in operands), result)}
-    if len(types) != 1:
-        raise VerifyException("operands and result must have the same element type")
+__all__ = [
+    "BINARY_OPS",
+    "GELU_APPROXIMATIONS",
+    "UNARY_OPS",
+    "VARIADIC_OPS",
+    "AbsOp",
+    "AddOp",
+    "BinaryElementwiseOp",
+    "ClipOp",
+    "DivOp",
+    "EluOp",
+    "ErfOp",
+    "ExpOp",
+    "GeluOp",
+    "HardSigmoidOp",
+    "HardSwishOp",
+    "LeakyReluOp",
+    "LogOp",
+    "MaxOp",
+    "MeanOp",
+    "MinOp",
+    "MulOp",
+    "NegOp",
+    "PowOp",
+    "ReciprocalOp",
+    "ReluOp",
+    "SeluOp",
+    "SigmoidOp",
+    "SoftplusOp",
+    "SqrtOp",
+    "SubOp",
+    "SumOp",
+    "TanhOp",
+    "UnaryElementwiseOp",
+    "VariadicElementwiseOp",
+]
 
 
 class BinaryElementwiseOp(IRDLOperation):
@@ -416,115 +331,9 @@ class ClipOp(UnaryElementwiseOp):
     upper = opt_prop_def(FloatAttr, prop_name="max")
 
 
-@irdl_op_definition
-class MatmulOp(IRDLOperation):
-    """``alpha * op(lhs) @ op(rhs) + beta * bias`` with numpy-style batch broadcasting.
-
-    ``op`` transposes the last two dimensions when ``transpose_lhs``/``transpose_rhs`` is
-    set. Operands have rank >= 2; the optional ``bias`` broadcasts to the result (ONNX
-    ``Gemm``'s C). ``alpha`` and ``beta`` default to 1.
-    """
-
-    name = "graph.matmul"
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    bias = opt_operand_def(TensorType)
-    result = result_def(TensorType)
-    transpose_lhs = opt_prop_def(UnitAttr)
-    transpose_rhs = opt_prop_def(UnitAttr)
-    alpha = opt_prop_def(FloatAttr)
-    beta = opt_prop_def(FloatAttr)
-    traits = traits_def(Pure())
-    irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = (
-        "$lhs `,` $rhs (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
-    )
-
-    def __init__(
-        self,
-        lhs,
-        rhs,
-        result_type: TensorType,
-        bias=None,
-        *,
-        transpose_lhs: bool = False,
-        transpose_rhs: bool = False,
-        alpha: float = 1.0,
-        beta: float = 1.0,
-    ) -> None:
-        props: dict[str, Attribute] = {}
-        if transpose_lhs:
-            props["transpose_lhs"] = UnitAttr()
-        if transpose_rhs:
-            props["transpose_rhs"] = UnitAttr()
-        if alpha != 1.0:
-            props["alpha"] = FloatAttr(alpha, Float32Type())
-        if beta != 1.0:
-            props["beta"] = FloatAttr(beta, Float32Type())
-        super().__init__(
-            operands=[lhs, rhs, [bias] if bias is not None else []],
-            result_types=[result_type],
-            properties=props,
-        )
-
-    @property
-    def alpha_value(self) -> float:
-        return 1.0 if self.alpha is None else self.alpha.value.data
-
-    @property
-    def beta_value(self) -> float:
-        return 1.0 if self.beta is None else self.beta.value.data
-
-    def problem(self) -> tuple[tuple[int, ...], int, int, int]:
-        """(batch shape, M, N, K) of the product, after transposes and broadcasting."""
-        lhs = tensor_shape(self.lhs.type, "lhs")
-        rhs = tensor_shape(self.rhs.type, "rhs")
-        if len(lhs) < 2 or len(rhs) < 2:
-            raise VerifyException(
-                f"operands must have rank >= 2, got ranks {len(lhs)} and {len(rhs)}"
-            )
-        m, k = (lhs[-1], lhs[-2]) if self.transpose_lhs else (lhs[-2], lhs[-1])
-        k2, n = (rhs[-1], rhs[-2]) if self.transpose_rhs else (rhs[-2], rhs[-1])
-        if k != k2:
-            raise VerifyException(f"contraction sizes differ: lhs has {k}, rhs has {k2}")
-        try:
-            batch = broadcast_shapes(lhs[:-2], rhs[:-2])
-        except VerifyException:
-            raise VerifyException(
-                f"batch dimensions {list(lhs[:-2])} and {list(rhs[:-2])} do not broadcast"
-            ) from None
-        return batch, m, n, k
-
-    def verify_(self) -> None:
-        batch, m, n, _ = self.problem()
-        out = tensor_shape(self.result.type, "result")
-        if out != (*batch, m, n):
-            raise VerifyException(
-                f"result shape {list(out)} does not match expected {[*batch, m, n]}"
-            )
-        if self.bias is not None:
-            bias = tensor_shape(self.bias.type, "bias")
-            try:
-                fits = len(bias) <= len(out) and broadcast_shapes(bias, out) == out
-            except VerifyException:
-                fits = False
-            if not fits:
-                raise VerifyException(
-                    f"bias shape {list(bias)} does not broadcast to result shape {list(out)}"
-                )
-
-
 UNARY_OPS: tuple[type[UnaryElementwiseOp], ...] = (
     ReluOp, SigmoidOp, TanhOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, NegOp, AbsOp, ErfOp,
     SoftplusOp, HardSwishOp, LeakyReluOp, HardSigmoidOp, EluOp, SeluOp, GeluOp, ClipOp,
 )
 BINARY_OPS: tuple[type[BinaryElementwiseOp], ...] = (AddOp, SubOp, MulOp, DivOp, PowOp)
 VARIADIC_OPS: tuple[type[VariadicElementwiseOp], ...] = (MaxOp, MinOp, SumOp, MeanOp)
-
-Graph = Dialect(
-    "graph",
-    [WeightOp, *BINARY_OPS, *VARIADIC_OPS, *UNARY_OPS, MatmulOp,
-     *REDUCE_OPS, *NORMALIZATION_OPS, *POOL_OPS, *CONV_OPS, *DATA_MOVEMENT_OPS,
-     *INDEXING_OPS, *LOGIC_OPS, *FUSION_OPS],
-    [],
-)

@@ -1,6 +1,6 @@
-"""What the kernel-level dialects (tm, tmgpu) share: the CUDA block-size limit, printing
-and parsing helpers, verification helpers (static memref shapes, launches), the warp
-shuffle and the host-side buffer view, which are the same ops at both levels."""
+"""What the kernel-level dialects (tm, tmgpu) share beyond syntax: verifiers (static memref
+shapes, launches, enclosing ops) and the ops that are the same at both levels (the warp
+shuffle and the host-side buffer view), as base classes each dialect names."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import math
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
-    DenseArrayBase,
     Float32Type,
     IndexType,
     IntAttr,
@@ -16,7 +15,6 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
     SymbolRefAttr,
-    i64,
 )
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.irdl import AnyAttr, IRDLOperation, operand_def, prop_def, result_def, traits_def
@@ -25,46 +23,9 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-MAX_THREADS_PER_BLOCK = 1024
-WARP_SIZE = 32
+from tmlir.gpu_limits import WARP_SIZE
+
 SHUFFLE_MODES = ("xor", "down", "up", "idx")
-
-
-def print_kernel_header(printer: Printer, op: Operation, sym_name: str, launch: str) -> None:
-    """``@name(%a: memref<...>, ...) <launch> attributes {...} {``-style header + body."""
-    printer.print_string(" ")
-    printer.print_symbol_name(sym_name)
-    printer.print_string("(")
-    printer.print_list(op.regions[0].block.args, printer.print_block_argument)
-    printer.print_string(f") {launch}")
-    if op.attributes:
-        printer.print_string(" attributes ")
-        printer.print_attr_dict(op.attributes)
-    printer.print_string(" ")
-    printer.print_region(op.regions[0], print_entry_block_args=False, print_empty_block=False)
-
-
-def parse_kernel_header(parser: Parser) -> tuple[str, list[Parser.Argument]]:
-    """Parse ``@name(%a: type, ...)``."""
-    sym_name = parser.parse_symbol_name().data
-    args = parser.parse_comma_separated_list(
-        Parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=True)
-    )
-    return sym_name, args
-
-
-def parse_int_in_parens(parser: Parser, keyword: str) -> IntAttr:
-    parser.parse_keyword(keyword)
-    parser.parse_punctuation("(")
-    value = parser.parse_integer(allow_boolean=False, allow_negative=False)
-    parser.parse_punctuation(")")
-    return IntAttr(value)
-
-
-def parse_trailing_attrs_and_region(parser: Parser, args: Sequence[Parser.Argument]):
-    attrs = parser.parse_optional_attr_dict_with_keyword()
-    region = parser.parse_region(args)
-    return (attrs.data if attrs else {}), region
 
 
 def memref_shape(attr: Attribute, what: str) -> tuple[int, ...]:
@@ -76,25 +37,6 @@ def memref_shape(attr: Attribute, what: str) -> tuple[int, ...]:
         raise VerifyException(f"{what} must have a static shape, got {attr}")
     return shape
 
-
-def dims_array(dims: Sequence[int]) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, list(dims))
-
-
-def print_access(printer: Printer, memref: SSAValue, indices: Sequence[SSAValue]) -> None:
-    """``%A[%i, %j]``"""
-    printer.print_ssa_value(memref)
-    printer.print_string("[")
-    printer.print_list(indices, printer.print_ssa_value)
-    printer.print_string("]")
-
-
-def parse_access(parser: Parser):
-    memref = parser.parse_unresolved_operand()
-    indices = parser.parse_comma_separated_list(
-        Parser.Delimiter.SQUARE, parser.parse_unresolved_operand
-    )
-    return memref, indices
 
 
 def enclosing(op: Operation, kind: type[Operation]) -> Operation | None:

@@ -1,5 +1,5 @@
 """The ``graph`` dialect's elementwise ops whose result type differs from their operands':
-comparisons, boolean logic, NaN tests, ``where`` and ``cast`` (re-exported by ``graph.py``).
+comparisons, boolean logic, NaN tests, ``where`` and ``cast``.
 
 Masks are ``i1`` tensors (one byte per element in memory, as numpy's bool). Operands
 broadcast numpy-style, as for ``graph.add``:
@@ -36,7 +36,28 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from tmlir import dtypes
-from tmlir.dialects._graph_shapes import broadcast_shapes, tensor_shape
+from tmlir.dialects.graph.shapes import broadcast_shapes, tensor_shape
+
+__all__ = [
+    "COMPARE_OPS",
+    "I1",
+    "LOGICAL_OPS",
+    "LOGIC_OPS",
+    "AndOp",
+    "CastOp",
+    "CompareOp",
+    "EqualOp",
+    "GreaterEqualOp",
+    "GreaterOp",
+    "IsNanOp",
+    "LessEqualOp",
+    "LessOp",
+    "LogicalOp",
+    "NotOp",
+    "OrOp",
+    "WhereOp",
+    "XorOp",
+]
 
 I1 = IntegerType(1)
 

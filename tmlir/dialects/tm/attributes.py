@@ -1,4 +1,4 @@
-"""The attributes of the ``tm`` dialect and their text syntax (re-exported by tm.py).
+"""The attributes of the ``tm`` dialect and their text syntax.
 
 ``#tm.map<spatial(4, 8, ranks=[1, 0]) * repeat(2, 2)>`` carries a task mapping
 (:class:`tmlir.mapping.TaskMapping`) and ``#tm.layout<row_major(2, 2) * column_major(4, 8,
@@ -27,6 +27,8 @@ from tmlir.mapping import (
     make_atom,
     parse_mapping,
 )
+
+__all__ = ["DataLayoutAttr", "TaskMappingAttr", "parse_mapping_expr"]
 
 
 def parse_mapping_expr(parser: AttrParser) -> TaskMapping:

@@ -1,5 +1,4 @@
-"""The ``graph`` dialect's gathers whose indices are a tensor computed at run time
-(re-exported by ``graph.py``). ``graph.gather`` is the one with constant indices, which
+"""The ``graph`` dialect's gathers whose indices are a tensor computed at run time ``graph.gather`` is the one with constant indices, which
 the compiler turns into index arithmetic; these read an index tensor (``i64`` or ``i32``):
 
     %e = graph.take %table, %ids {axis = 0 : i64}
@@ -34,7 +33,14 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from tmlir import dtypes
-from tmlir.dialects._graph_shapes import tensor_shape
+from tmlir.dialects.graph.shapes import tensor_shape
+
+__all__ = [
+    "INDEXING_OPS",
+    "GatherNdOp",
+    "TakeAlongAxisOp",
+    "TakeOp",
+]
 
 
 class _IndexedOp(IRDLOperation):

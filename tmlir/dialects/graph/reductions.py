@@ -1,4 +1,4 @@
-"""The ``graph`` dialect's reductions, normalizations and pooling (re-exported by ``graph.py``).
+"""The ``graph`` dialect's reductions, normalizations and pooling.
 
     %s = graph.reduce_sum %x {axes = array<i64: 1>} : tensor<2x3x4xf32> -> tensor<2x4xf32>
     %m = graph.reduce_mean %x {axes = array<i64: 2, 3>, keepdims} : tensor<1x8x7x7xf32> -> tensor<1x8x1x1xf32>
@@ -46,7 +46,27 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from tmlir.dialects._graph_shapes import tensor_shape
+from tmlir.dialects.graph.shapes import tensor_shape
+
+__all__ = [
+    "NORMALIZATION_OPS",
+    "POOL_OPS",
+    "REDUCE_OPS",
+    "AveragePoolOp",
+    "LayerNormOp",
+    "LogSoftmaxOp",
+    "MaxPoolOp",
+    "PoolOp",
+    "ReduceMaxOp",
+    "ReduceMeanOp",
+    "ReduceMinOp",
+    "ReduceOp",
+    "ReduceSumOp",
+    "SoftmaxBaseOp",
+    "SoftmaxOp",
+    "pool_output_size",
+    "reduced_shape",
+]
 
 
 def _i64_array(values: Sequence[int]) -> DenseArrayBase:

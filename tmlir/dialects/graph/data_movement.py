@@ -1,4 +1,4 @@
-"""The ``graph`` dialect's data-movement ops (re-exported by ``graph.py``).
+"""The ``graph`` dialect's data-movement ops.
 
 They move or copy elements and compute nothing. Shapes are static, so what ONNX passes as
 constant int64 inputs (a Reshape's shape, a Slice's starts, a Pad's pads) is either implied
@@ -52,7 +52,25 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from tmlir.dialects._graph_shapes import broadcast_shapes, tensor_shape
+from tmlir.dialects.graph.shapes import broadcast_shapes, tensor_shape
+
+__all__ = [
+    "COORDINATE_TRANSFORMATION_MODES",
+    "DATA_MOVEMENT_OPS",
+    "NEAREST_MODES",
+    "PAD_MODES",
+    "RESIZE_MODES",
+    "ConcatOp",
+    "ExpandOp",
+    "GatherOp",
+    "PadOp",
+    "ReshapeOp",
+    "ResizeOp",
+    "SliceOp",
+    "SplitOp",
+    "TileOp",
+    "TransposeOp",
+]
 
 PAD_MODES = ("constant", "reflect", "edge", "wrap")
 RESIZE_MODES = ("nearest", "linear")

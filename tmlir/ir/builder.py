@@ -163,7 +163,7 @@ class IRBuilder:
                              buffer.type.element_type, name)
 
     def value_if(self, condition: SSAValue | None, value: Callable[[], SSAValue],
-                 fill: float | int | bool, type: Attribute, name: str | None = None) -> SSAValue:
+                 fill: float | bool, type: Attribute, name: str | None = None) -> SSAValue:
         """``value()`` where `condition` holds, else the constant `fill` of `type`: an
         ``scf.if`` whose then-branch `value` fills (so what it loads is loaded only there);
         just ``value()`` when `condition` is None."""
@@ -185,7 +185,7 @@ class IRBuilder:
     def f32(self, x: float) -> SSAValue:
         return self.insert(arith.ConstantOp(FloatAttr(x, Float32Type()))).results[0]
 
-    def constant(self, x: float | int | bool, type: Attribute) -> SSAValue:
+    def constant(self, x: float | bool, type: Attribute) -> SSAValue:
         """A constant element of `type`: ``f32`` or an integer type (``i1`` for bools)."""
         if isinstance(type, Float32Type):
             return self.f32(float(x))

@@ -1,5 +1,4 @@
-"""The ``graph`` dialect's convolutions and inference batch normalization (re-exported by
-``graph.py``).
+"""The ``graph`` dialect's convolutions and inference batch normalization.
 
     %y = graph.conv %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>,
              dilations = array<i64: 1, 1>, group = 1 : i64}
@@ -42,7 +41,16 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from tmlir.dialects._graph_shapes import tensor_shape
+from tmlir.dialects.graph.shapes import tensor_shape
+
+__all__ = [
+    "CONV_OPS",
+    "BatchNormOp",
+    "ConvOp",
+    "ConvTransposeOp",
+    "conv_output_shape",
+    "conv_transpose_output_shape",
+]
 
 
 def _i64_array(values: Sequence[int]) -> DenseArrayBase:

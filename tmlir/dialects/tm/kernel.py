@@ -1,0 +1,288 @@
+"""Kernels and what runs inside them: ``tm.kernel``, the worker ids, ``tm.for_task``,
+``tm.barrier`` and ``tm.shuffle``; `worker_bound`, the range of a worker id."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    opt_operand_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure, SymbolOpInterface
+from xdsl.utils.exceptions import VerifyException
+
+from tmlir.dialects.tm.attributes import (
+    TaskMappingAttr,
+    parse_mapping_expr,
+)
+from tmlir.gpu_limits import (
+    MAX_THREADS_PER_BLOCK,
+)
+from tmlir.ir.kernel_ops import (
+    ShuffleOpBase,
+    enclosing,
+    memref_shape,
+)
+from tmlir.ir.syntax import (
+    parse_int_in_parens,
+    parse_kernel_header,
+    parse_trailing_attrs_and_region,
+    print_kernel_header,
+)
+from tmlir.mapping import TaskMapping
+
+__all__ = [
+    "BarrierOp",
+    "BlockIdOp",
+    "ForTaskOp",
+    "KernelOp",
+    "ShuffleOp",
+    "ThreadIdOp",
+    "WorkerIdOp",
+    "worker_bound",
+]
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """A kernel: ``grid`` blocks of ``block`` threads running the body."""
+
+    name = "tm.kernel"
+    sym_name = prop_def(StringAttr)
+    grid = prop_def(IntAttr)
+    block = prop_def(IntAttr)
+    body = region_def("single_block")
+    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), NoTerminator())
+
+    def __init__(
+        self, name: str, arg_types: Sequence[Attribute], grid: int, block: int,
+        attributes: dict[str, Attribute] | None = None,
+    ) -> None:
+        super().__init__(
+            properties={"sym_name": StringAttr(name), "grid": IntAttr(grid), "block": IntAttr(block)},
+            regions=[Region(Block(arg_types=arg_types))],
+            attributes=attributes or {},
+        )
+
+    @property
+    def args(self) -> tuple[SSAValue, ...]:
+        return self.body.block.args
+
+    def verify_(self) -> None:
+        if self.grid.data < 1:
+            raise VerifyException(f"kernel @{self.sym_name.data}: grid must be >= 1")
+        if not 1 <= self.block.data <= MAX_THREADS_PER_BLOCK:
+            raise VerifyException(
+                f"kernel @{self.sym_name.data}: block must be in [1, {MAX_THREADS_PER_BLOCK}],"
+                f" got {self.block.data}"
+            )
+        for arg in self.args:
+            memref_shape(arg.type, f"kernel @{self.sym_name.data} argument")
+
+    def print(self, printer: Printer) -> None:
+        print_kernel_header(
+            printer, self, self.sym_name.data, f"grid({self.grid.data}) block({self.block.data})"
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> KernelOp:
+        name, args = parse_kernel_header(parser)
+        grid = parse_int_in_parens(parser, "grid")
+        block = parse_int_in_parens(parser, "block")
+        attrs, region = parse_trailing_attrs_and_region(parser, args)
+        return cls.create(
+            properties={"sym_name": StringAttr(name), "grid": grid, "block": block},
+            regions=[region],
+            attributes=attrs,
+        )
+
+
+class WorkerIdOp(IRDLOperation):
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+    assembly_format = "attr-dict"
+
+    def __init__(self) -> None:
+        super().__init__(result_types=[IndexType()])
+
+    def verify_(self) -> None:
+        if enclosing(self, KernelOp) is None:
+            raise VerifyException(f"'{self.name}' must be inside a tm.kernel")
+
+
+@irdl_op_definition
+class BlockIdOp(WorkerIdOp):
+    """The id of this thread's block, in [0, grid)."""
+
+    name = "tm.block_id"
+
+
+@irdl_op_definition
+class ThreadIdOp(WorkerIdOp):
+    """The id of this thread within its block, in [0, block)."""
+
+    name = "tm.thread_id"
+
+
+@irdl_op_definition
+class ForTaskOp(IRDLOperation):
+    """Run the body for each task the mapping gives to worker ``on``, in order.
+
+    The region arguments are the task's indices. A mapping with one worker (only
+    ``repeat``) takes no worker operand.
+    """
+
+    name = "tm.for_task"
+    worker = opt_operand_def(IndexType)
+    mapping = prop_def(TaskMappingAttr)
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+
+    def __init__(self, mapping: TaskMapping, worker: SSAValue | None = None) -> None:
+        block = Block(arg_types=[IndexType()] * mapping.rank)
+        super().__init__(
+            operands=[[worker] if worker is not None else []],
+            properties={"mapping": TaskMappingAttr(mapping)},
+            regions=[Region(block)],
+        )
+
+    @property
+    def task_mapping(self) -> TaskMapping:
+        return self.mapping.mapping
+
+    def verify_(self) -> None:
+        mapping = self.task_mapping
+        args = self.body.block.args
+        if len(args) != mapping.rank:
+            raise VerifyException(
+                f"mapping '{mapping}' has rank {mapping.rank} but the body has {len(args)} "
+                "task indices"
+            )
+        if any(not isinstance(a.type, IndexType) for a in args):
+            raise VerifyException("task indices must have type index")
+        if mapping.num_workers > 1 and self.worker is None:
+            raise VerifyException(
+                f"mapping '{mapping}' has {mapping.num_workers} workers: give a worker id "
+                "with 'on %w'"
+            )
+        bound = worker_bound(self.worker) if self.worker is not None else None
+        if bound is not None and bound < mapping.num_workers:
+            raise VerifyException(
+                f"mapping '{mapping}' needs {mapping.num_workers} workers but the kernel has "
+                f"only {bound} {'blocks' if isinstance(self.worker.owner, BlockIdOp) else 'threads'}"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" (")
+        printer.print_list(self.body.block.args, printer.print_ssa_value)
+        printer.print_string(f") in {self.mapping.expr.data}")
+        if self.worker is not None:
+            printer.print_string(" on ")
+            printer.print_ssa_value(self.worker)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ForTaskOp:
+        args = parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=False)
+        )
+        parser.parse_keyword("in")
+        mapping = parse_mapping_expr(parser)
+        operands = []
+        if parser.parse_optional_keyword("on"):
+            operands.append(parser.resolve_operand(parser.parse_unresolved_operand(), IndexType()))
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        region = parser.parse_region([a.resolve(IndexType()) for a in args])
+        return cls.create(
+            operands=operands,
+            properties={"mapping": TaskMappingAttr(mapping)},
+            regions=[region],
+            attributes=attrs.data if attrs else {},
+        )
+
+
+
+@irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """Wait until every thread of the block has reached this point."""
+
+    name = "tm.barrier"
+    assembly_format = "attr-dict"
+
+    def verify_(self) -> None:
+        if enclosing(self, KernelOp) is None:
+            raise VerifyException("'tm.barrier' must be inside a tm.kernel")
+
+
+@irdl_op_definition
+class ShuffleOp(ShuffleOpBase):
+    """``%r = tm.shuffle xor %v, 16 : f32``: a warp shuffle (see ShuffleOpBase); every lane
+    of the warp must reach it."""
+
+    name = "tm.shuffle"
+
+    @classmethod
+    def kernel_type(cls) -> type[KernelOp]:
+        return KernelOp
+
+
+
+def worker_bound(worker: SSAValue) -> int | None:
+    """An exclusive upper bound of a worker id: the kernel's grid for tm.block_id, its block
+    for tm.thread_id, and through unsigned division and remainder by constants (``tid / 32``
+    is below ``block / 32`` rounded up, ``tid % 32`` below 32), and ``grid * block`` for the
+    global thread id ``bid * block + tid``; None for any other value."""
+    owner = worker.owner
+    if isinstance(owner, arith.AddiOp) and (kernel := _global_id_kernel(owner)) is not None:
+        return kernel.grid.data * kernel.block.data
+    if isinstance(owner, arith.DivUIOp | arith.RemUIOp):
+        divisor = _constant(owner.rhs)
+        bound = worker_bound(owner.lhs)
+        if divisor is None or divisor < 1:
+            return None
+        if isinstance(owner, arith.RemUIOp):
+            return divisor if bound is None else min(divisor, bound)
+        return None if bound is None else -(-bound // divisor)
+    kernel = enclosing(owner, KernelOp) if isinstance(owner, WorkerIdOp) else None
+    if kernel is None:
+        return None
+    return kernel.grid.data if isinstance(owner, BlockIdOp) else kernel.block.data
+
+
+def _global_id_kernel(add: arith.AddiOp) -> KernelOp | None:
+    """The kernel if `add` is ``bid * block + tid`` (either order) with the kernel's block."""
+    for scaled, tid in ((add.lhs, add.rhs), (add.rhs, add.lhs)):
+        mul = scaled.owner
+        if not isinstance(tid.owner, ThreadIdOp) or not isinstance(mul, arith.MuliOp):
+            continue
+        kernel = enclosing(add, KernelOp)
+        for bid, block in ((mul.lhs, mul.rhs), (mul.rhs, mul.lhs)):
+            if (isinstance(bid.owner, BlockIdOp) and kernel is not None
+                    and _constant(block) == kernel.block.data):
+                return kernel
+    return None
+
+
+def _constant(value: SSAValue) -> int | None:
+    op = value.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None

@@ -1,0 +1,1 @@
+"""IR infrastructure over xDSL that the dialects, schedules and passes share."""
