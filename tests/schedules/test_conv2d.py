@@ -1,6 +1,6 @@
 """The conv2d templates (implicit GEMM on the SIMT matmul template, and the direct kernel):
 run on emu against a float64 numpy convolution, relative error < 1e-5; problem validation;
-ONNX's auto_pad against onnx's reference implementation; registers and spills from ptxas."""
+registers and spills from ptxas."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from tmlir.schedules.conv2d import (
     Conv2dProblem,
     conv2d_default_params,
     conv2d_kernel,
-    explicit_pads,
 )
 from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulSimtParams
 
@@ -196,41 +195,6 @@ def test_impossible_problems_are_one_line_errors(kwargs, message):
     with pytest.raises(ValueError, match=message) as info:
         Conv2dProblem(**args)
     assert str(info.value).startswith("conv2d: ") and "\n" not in str(info.value)
-
-
-@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER", "VALID"])
-@pytest.mark.parametrize(("size", "kernel", "stride", "dilation"), [
-    ((9, 8), (3, 2), (2, 3), (1, 2)),
-    ((7, 7), (4, 4), (1, 1), (1, 1)),  # an odd total pad of 3
-])
-def test_auto_pad_matches_onnx_reference(auto_pad, size, kernel, stride, dilation):
-    from onnx import TensorProto, helper
-    from onnx.reference import ReferenceEvaluator
-
-    pads = explicit_pads(auto_pad, size, kernel, stride, dilation)
-    problem = Conv2dProblem((1, 2, *size), (3, 2, *kernel), stride, pads, dilation)
-    node = helper.make_node("Conv", ["x", "w"], ["y"], auto_pad=auto_pad,
-                            strides=list(stride), dilations=list(dilation))
-    graph = helper.make_graph(
-        [node], "conv",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, problem.input_shape),
-         helper.make_tensor_value_info("w", TensorProto.FLOAT, problem.weight_shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal(problem.input_shape).astype(np.float32)
-    w = rng.standard_normal(problem.weight_shape).astype(np.float32)
-    (want,) = ReferenceEvaluator(model).run(None, {"x": x, "w": w})
-    if auto_pad.startswith("SAME"):
-        assert problem.out_hw == tuple(-(-s // t) for s, t in zip(size, stride))
-    assert want.shape == problem.out_shape
-    np.testing.assert_allclose(reference_conv(problem, x, w, None), want, rtol=1e-4, atol=1e-4)
-
-
-def test_explicit_pads_keeps_or_rejects():
-    assert explicit_pads("NOTSET", (8, 8), (3, 3), pads=(1, 2, 3, 4)) == (1, 2, 3, 4)
-    with pytest.raises(ValueError, match="auto_pad 'SAME'"):
-        explicit_pads("SAME", (8, 8), (3, 3))
 
 
 @needs_nvcc

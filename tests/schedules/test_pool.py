@@ -2,13 +2,12 @@
 spatial dims run on emu against a float64 numpy reference written from the definition
 (relative error < 1e-5; max exact), with padding, strides, dilations, ceil_mode windows
 past the end padding, count_include_pad, and partial last blocks; the bounds checks that
-cannot fail are not emitted; problems, auto_pad and output sizes; and, where nvcc is on
+cannot fail are not emitted; problems and output sizes; and, where nvcc is on
 PATH, ptxas statistics (no spills)."""
 
 from __future__ import annotations
 
 import itertools
-import math
 import shutil
 
 import numpy as np
@@ -23,7 +22,7 @@ from tmlir.dialects import tm
 from tmlir.dialects.graph import pool_output_size
 from tmlir.passes.lower_to_cuda import LowerToCuda
 from tmlir.registry import make_context
-from tmlir.schedules.pool import PoolParams, PoolProblem, pool_kernel, pool_pads
+from tmlir.schedules.pool import PoolParams, PoolProblem, pool_kernel
 
 RTOL = 1e-5
 
@@ -142,16 +141,7 @@ def test_output_size(args, expected):
     assert pool_output_size(*args) == expected
 
 
-def test_auto_pad_and_problems():
-    assert pool_pads("SAME_UPPER", (5, 6), (3, 2), (2, 2), (1, 1)) == (1, 0, 1, 0)
-    assert pool_pads("SAME_LOWER", (5, 6, 7), (2, 2, 4), (1, 1, 1), (1, 1, 1)) == (1, 1, 2, 0, 0, 1)
-    assert pool_pads("VALID", (5,), (3,), (1,), (1,), (1, 1)) == (0, 0)
-    assert pool_pads("NOTSET", (5,), (3,), (1,), (1,)) == (0, 0)
-    for size, kernel, stride in ((5, 3, 2), (6, 2, 2), (7, 4, 3)):
-        pads = pool_pads("SAME_UPPER", (size,), (kernel,), (stride,), (1,))
-        assert pool_output_size(size, kernel, stride, 1, *pads, False) == math.ceil(size / stride)
-    with pytest.raises(ValueError, match="auto_pad 'SAME'"):
-        pool_pads("SAME", (5,), (3,), (1,), (1,))
+def test_problems():
     with pytest.raises(ValueError, match="window does not fit"):
         PoolProblem("max", (1, 1, 2, 2), (3, 3))
     with pytest.raises(ValueError, match="must have 2 values"):

@@ -1,10 +1,5 @@
-"""The ONNX frontend's comparisons, boolean logic, ``Where``, ``IsNaN`` and ``Cast``, the
-run-time ``GatherElements`` and ``GatherND``, and the shape ops that only constant
-folding can compute.
-
-`LogicConverters` is a mixin of the frontend's importer (``onnx.py``), one method per op
-type (`CONVERTERS`); `ATTRIBUTES`, `CHOICES` and `INPUT_DTYPES` extend the frontend's
-tables. What each op imports to:
+"""The ONNX frontend's comparisons, boolean logic, ``Where``, ``IsNaN`` and ``Cast``, and
+the run-time ``GatherElements`` and ``GatherND``.
 
 - ``Equal``, ``Less``, ``LessOrEqual``, ``Greater``, ``GreaterOrEqual``: ``graph.equal``,
   ``graph.less``, ... (an ``i1`` result); ``And``, ``Or``, ``Xor``, ``Not``: ``graph.and``,
@@ -13,118 +8,100 @@ tables. What each op imports to:
   int64, int32, bool; ``saturate`` only matters for float8, which is not supported):
   ``graph.cast``, or the input itself when it already has that type.
 - ``GatherElements``: ``graph.take_along_axis``; ``GatherND``: ``graph.gather_nd``.
-- ``Shape``, ``Size``, ``ConstantOfShape``, ``Range``: their results are known when the
-  model is compiled (static shapes, constant inputs), so ``onnx_fold`` has replaced them
-  by constants before import; one that is left computes a shape from run-time data, which
-  a compiler for static shapes cannot take, and gets a one-line error.
 """
 
 from __future__ import annotations
 
-from onnx import AttributeProto, NodeProto
+from onnx import NodeProto
 
 from tmlir import dtypes
 from tmlir.dialects import graph
-from tmlir.frontends._onnx_common import FrontendError
-
-_INT, _TENSOR = AttributeProto.INT, AttributeProto.TENSOR
-
-_COMPARISONS: dict[str, type[graph.CompareOp]] = {
-    "Equal": graph.EqualOp, "Less": graph.LessOp, "LessOrEqual": graph.LessEqualOp,
-    "Greater": graph.GreaterOp, "GreaterOrEqual": graph.GreaterEqualOp,
-}
-_LOGICAL: dict[str, type[graph.LogicalOp]] = {"And": graph.AndOp, "Or": graph.OrOp,
-                                              "Xor": graph.XorOp}
-_COMPILE_TIME = ("Shape", "Size", "ConstantOfShape", "Range")
-
-CONVERTERS: dict[str, str] = {  # op type -> converter method
-    **{op: "comparison" for op in _COMPARISONS}, **{op: "logical" for op in _LOGICAL},
-    "Not": "logical_not", "Where": "where", "IsNaN": "is_nan", "Cast": "cast",
-    "GatherElements": "gather_elements", "GatherND": "gather_nd",
-    **{op: "compile_time_only" for op in _COMPILE_TIME},
-}
-ATTRIBUTES: dict[str, dict[str, int]] = {  # op type -> supported attribute -> its type
-    "Cast": {"to": _INT, "saturate": _INT}, "GatherElements": {"axis": _INT},
-    "GatherND": {"batch_dims": _INT}, "Shape": {"start": _INT, "end": _INT},
-    "ConstantOfShape": {"value": _TENSOR},
-}
-CHOICES: dict[tuple[str, str], tuple[object, ...]] = {}
-_ANY, _NUMERIC, _BOOL = dtypes.DTYPES, dtypes.NUMERIC, (dtypes.BOOL,)
-#: op type -> the dtypes each input may have (the last entry repeats).
-INPUT_DTYPES: dict[str, tuple[tuple[dtypes.DType, ...], ...]] = {
-    "Equal": (_ANY,), **{op: (_NUMERIC,) for op in _COMPARISONS if op != "Equal"},
-    **{op: (_BOOL,) for op in (*_LOGICAL, "Not")}, "Where": (_BOOL, _ANY), "Cast": (_ANY,),
-    "GatherElements": (_ANY, dtypes.INTEGERS), "GatherND": (_ANY, (dtypes.INT64,)),
-    "Shape": (_ANY,), "Size": (_ANY,), "ConstantOfShape": ((dtypes.INT64,),),
-    "Range": (_NUMERIC,),
-}
+from tmlir.frontends.onnx_common import FrontendError
+from tmlir.frontends.onnx_context import ImportContext
+from tmlir.frontends.onnx_ops import ANY, BOOL, INT, INT64, INTEGERS, NUMERIC, onnx_op
 
 
-class LogicConverters:
-    """Converters of the frontend's importer (``_GraphImporter``, whose helpers they use:
-    ``inputs``, ``define``, ``attributes``, ``result_type``, ``label``, ...)."""
+def _comparison(op_type: str, graph_op: type[graph.CompareOp],
+                inputs: tuple[tuple, ...] = (NUMERIC,)) -> None:
+    @onnx_op(op_type, inputs=inputs)
+    def comparison(ctx: ImportContext, node: NodeProto) -> None:
+        ctx.attributes(node)
+        lhs, rhs = ctx.inputs(node, 2)
+        ctx.same_dtype(lhs, rhs)
+        shape = ctx.result_type(node).get_shape()
+        ctx.define(node.output[0], graph_op(lhs, rhs, shape))
 
-    def comparison(self, node: NodeProto) -> None:
-        self.attributes(node)
-        lhs, rhs = self.inputs(node, 2)
-        self.same_dtype(lhs, rhs)
-        shape = self.result_type(node).get_shape()
-        self.define(node.output[0], _COMPARISONS[node.op_type](lhs, rhs, shape))
 
-    def logical(self, node: NodeProto) -> None:
-        self.attributes(node)
-        lhs, rhs = self.inputs(node, 2)
-        shape = self.result_type(node).get_shape()
-        self.define(node.output[0], _LOGICAL[node.op_type](lhs, rhs, shape))
+def _logical(op_type: str, graph_op: type[graph.LogicalOp]) -> None:
+    @onnx_op(op_type, inputs=((BOOL,),))
+    def logical(ctx: ImportContext, node: NodeProto) -> None:
+        ctx.attributes(node)
+        lhs, rhs = ctx.inputs(node, 2)
+        shape = ctx.result_type(node).get_shape()
+        ctx.define(node.output[0], graph_op(lhs, rhs, shape))
 
-    def logical_not(self, node: NodeProto) -> None:
-        self.attributes(node)
-        (x,) = self.inputs(node, 1)
-        self.define(node.output[0], graph.NotOp(x))
 
-    def is_nan(self, node: NodeProto) -> None:
-        self.attributes(node)
-        (x,) = self.inputs(node, 1)
-        self.define(node.output[0], graph.IsNanOp(x))
+_comparison("Equal", graph.EqualOp, inputs=(ANY,))
+_comparison("Less", graph.LessOp)
+_comparison("LessOrEqual", graph.LessEqualOp)
+_comparison("Greater", graph.GreaterOp)
+_comparison("GreaterOrEqual", graph.GreaterEqualOp)
+_logical("And", graph.AndOp)
+_logical("Or", graph.OrOp)
+_logical("Xor", graph.XorOp)
 
-    def where(self, node: NodeProto) -> None:
-        self.attributes(node)
-        condition, lhs, rhs = self.inputs(node, 3)
-        self.same_dtype(lhs, rhs, "X and Y")
-        self.define(node.output[0], graph.WhereOp(condition, lhs, rhs, self.result_type(node)))
 
-    def cast(self, node: NodeProto) -> None:
-        attrs = self.attributes(node)
-        if "to" not in attrs:
-            raise FrontendError(f"{self.label}: attribute 'to' is required")
-        (x,) = self.inputs(node, 1)
-        code = int(attrs["to"])  # type: ignore[call-overload]
-        target = dtypes.from_onnx(code)
-        if target is None:
-            raise FrontendError(f"{self.label}: cannot cast to {dtypes.onnx_name(code)} "
-                                f"(supported: {dtypes.SUPPORTED_NAMES})")
-        if x.type.get_element_type() == target.ir:
-            self.values[node.output[0]] = x
-            return
-        self.define(node.output[0], graph.CastOp(x, target.ir))
+@onnx_op("Not", inputs=((BOOL,),))
+def logical_not(ctx: ImportContext, node: NodeProto) -> None:
+    ctx.attributes(node)
+    (x,) = ctx.inputs(node, 1)
+    ctx.define(node.output[0], graph.NotOp(x))
 
-    def gather_elements(self, node: NodeProto) -> None:
-        attrs = self.attributes(node)
-        x, indices = self.inputs(node, 2)
-        rank = len(x.type.get_shape())
-        axis = self.axis_of(int(attrs.get("axis", 0)), rank)  # type: ignore[call-overload]
-        self.define(node.output[0], graph.TakeAlongAxisOp(x, indices, axis,
-                                                          self.result_type(node)))
 
-    def gather_nd(self, node: NodeProto) -> None:
-        attrs = self.attributes(node)
-        x, indices = self.inputs(node, 2)
-        batch_dims = int(attrs.get("batch_dims", 0))  # type: ignore[call-overload]
-        self.define(node.output[0], graph.GatherNdOp(x, indices, batch_dims,
-                                                     self.result_type(node)))
+@onnx_op("IsNaN")
+def is_nan(ctx: ImportContext, node: NodeProto) -> None:
+    ctx.attributes(node)
+    (x,) = ctx.inputs(node, 1)
+    ctx.define(node.output[0], graph.IsNanOp(x))
 
-    def compile_time_only(self, node: NodeProto) -> None:
-        runtime = [n for n in node.input if n and n not in self.initializers]
-        what = f"input '{runtime[0]}' is computed at run time" if runtime else "it was not folded"
-        raise FrontendError(f"{self.label}: {node.op_type} must be computable when the model "
-                            f"is compiled, but {what}")
+
+@onnx_op("Where", inputs=((BOOL,), ANY))
+def where(ctx: ImportContext, node: NodeProto) -> None:
+    ctx.attributes(node)
+    condition, lhs, rhs = ctx.inputs(node, 3)
+    ctx.same_dtype(lhs, rhs, "X and Y")
+    ctx.define(node.output[0], graph.WhereOp(condition, lhs, rhs, ctx.result_type(node)))
+
+
+@onnx_op("Cast", attributes={"to": INT, "saturate": INT}, inputs=(ANY,))
+def cast(ctx: ImportContext, node: NodeProto) -> None:
+    attrs = ctx.attributes(node)
+    if "to" not in attrs:
+        raise FrontendError(f"{ctx.label}: attribute 'to' is required")
+    (x,) = ctx.inputs(node, 1)
+    code = int(attrs["to"])  # type: ignore[call-overload]
+    target = dtypes.from_onnx(code)
+    if target is None:
+        raise FrontendError(f"{ctx.label}: cannot cast to {dtypes.onnx_name(code)} "
+                            f"(supported: {dtypes.SUPPORTED_NAMES})")
+    if x.type.get_element_type() == target.ir:
+        ctx.alias(node.output[0], x)
+        return
+    ctx.define(node.output[0], graph.CastOp(x, target.ir))
+
+
+@onnx_op("GatherElements", attributes={"axis": INT}, inputs=(ANY, INTEGERS))
+def gather_elements(ctx: ImportContext, node: NodeProto) -> None:
+    attrs = ctx.attributes(node)
+    x, indices = ctx.inputs(node, 2)
+    rank = len(x.type.get_shape())
+    axis = ctx.axis_of(int(attrs.get("axis", 0)), rank)  # type: ignore[call-overload]
+    ctx.define(node.output[0], graph.TakeAlongAxisOp(x, indices, axis, ctx.result_type(node)))
+
+
+@onnx_op("GatherND", attributes={"batch_dims": INT}, inputs=(ANY, (INT64,)))
+def gather_nd(ctx: ImportContext, node: NodeProto) -> None:
+    attrs = ctx.attributes(node)
+    x, indices = ctx.inputs(node, 2)
+    batch_dims = int(attrs.get("batch_dims", 0))  # type: ignore[call-overload]
+    ctx.define(node.output[0], graph.GatherNdOp(x, indices, batch_dims, ctx.result_type(node)))

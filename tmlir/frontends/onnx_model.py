@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import onnx
 
-from tmlir.frontends._onnx_common import FrontendError, one_line, type_kind
+from tmlir.frontends.onnx_common import FrontendError, one_line, type_kind
 
 
 def load_model(model: onnx.ModelProto | bytes | str | os.PathLike[str],

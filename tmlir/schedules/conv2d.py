@@ -27,8 +27,7 @@ gives one output element to each thread (``spatial(grid) * spatial(block)`` over
 flattened output), which sums its ``Cg x KH x KW`` taps (``repeat``) from global memory.
 `conv2d_kernel` picks between the two (`conv2d_default_params`).
 
-Pads are explicit (top, left, bottom, right: ONNX's order); `explicit_pads` turns
-ONNX's ``auto_pad`` into them.
+Pads are explicit (top, left, bottom, right: ONNX's order).
 """
 
 from __future__ import annotations
@@ -178,30 +177,6 @@ class Conv2dProblem:
 
 def _x(values: Sequence[int]) -> str:
     return "x".join(map(str, values))
-
-
-def explicit_pads(auto_pad: str, input_hw: Pair, kernel_hw: Pair, strides: Pair = (1, 1),
-                  dilations: Pair = (1, 1), pads: Quad = (0, 0, 0, 0)) -> Quad:
-    """ONNX Conv's ``auto_pad`` as explicit ``(top, left, bottom, right)`` pads.
-
-    ``NOTSET`` keeps `pads`; ``VALID`` is no padding; ``SAME_UPPER`` / ``SAME_LOWER`` pad
-    so that ``out = ceil(in / stride)``, splitting the total evenly and putting an odd
-    one at the end (UPPER) or the beginning (LOWER).
-    """
-    if auto_pad in ("NOTSET", ""):
-        return tuple(pads)  # type: ignore[return-value]
-    if auto_pad == "VALID":
-        return (0, 0, 0, 0)
-    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
-        raise ValueError(f"conv2d: auto_pad '{auto_pad}', expected NOTSET, SAME_UPPER, "
-                         "SAME_LOWER or VALID")
-    begin, end = [], []
-    for size, k, s, d in zip(input_hw, kernel_hw, strides, dilations):
-        total = max(0, (math.ceil(size / s) - 1) * s + (k - 1) * d + 1 - size)
-        small, large = total // 2, total - total // 2
-        begin.append(small if auto_pad == "SAME_UPPER" else large)
-        end.append(large if auto_pad == "SAME_UPPER" else small)
-    return (begin[0], begin[1], end[0], end[1])
 
 
 @dataclass(frozen=True)

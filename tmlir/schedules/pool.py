@@ -15,8 +15,6 @@ computed in the padded input (non-negative), and only the bounds checks that can
 emitted: none without padding or ``ceil_mode``, where the divisor is the window size.
 Consecutive threads take consecutive outputs along the last dim, so their loads are
 ``stride`` apart.
-
-`pool_pads` turns ONNX's ``auto_pad`` into explicit pads for any number of spatial dims.
 """
 
 from __future__ import annotations
@@ -112,33 +110,6 @@ class PoolProblem:
 
 def _x(values: Sequence[int]) -> str:
     return "x".join(map(str, values))
-
-
-def pool_pads(auto_pad: str, input_spatial: Sequence[int], kernel: Sequence[int],
-              strides: Sequence[int], dilations: Sequence[int],
-              pads: Sequence[int] = ()) -> tuple[int, ...]:
-    """ONNX's ``auto_pad`` as explicit pads (the begins, then the ends) for any number of
-    spatial dims.
-
-    ``NOTSET`` keeps `pads` (zeros when empty); ``VALID`` is no padding;
-    ``SAME_UPPER`` / ``SAME_LOWER`` pad so that ``out = ceil(in / stride)``, splitting the
-    total evenly and putting an odd one at the end (UPPER) or the beginning (LOWER).
-    """
-    k = len(input_spatial)
-    if auto_pad in ("NOTSET", ""):
-        return tuple(pads) or (0,) * (2 * k)
-    if auto_pad == "VALID":
-        return (0,) * (2 * k)
-    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
-        raise ValueError(f"pool: auto_pad '{auto_pad}', expected NOTSET, SAME_UPPER, "
-                         "SAME_LOWER or VALID")
-    begins, ends = [], []
-    for size, kk, s, d in zip(input_spatial, kernel, strides, dilations):
-        total = max(0, (math.ceil(size / s) - 1) * s + (kk - 1) * d + 1 - size)
-        small, large = total // 2, total - total // 2
-        begins.append(small if auto_pad == "SAME_UPPER" else large)
-        ends.append(large if auto_pad == "SAME_UPPER" else small)
-    return (*begins, *ends)
 
 
 @dataclass(frozen=True)

@@ -111,7 +111,7 @@ def print_report(report) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from tmlir.frontends._onnx_common import FrontendError
+    from tmlir.frontends.onnx_common import FrontendError
     from tmlir.tuning.compile import MIN_OCCUPANCY
     from tmlir.tuning.records import TuningTarget
     from tmlir.tuning.tuner import tune_model

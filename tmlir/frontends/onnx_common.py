@@ -1,8 +1,9 @@
 """What the ONNX frontend's modules share: its error type, one-line messages, the tensor
-types of ONNX values and SSA name hints."""
+types of ONNX values, SSA name hints and ONNX's ``auto_pad``."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -73,3 +74,32 @@ def type_kind(kind: str) -> str:
     """``sequence_type`` -> ``a sequence``, ``optional_type`` -> ``an optional``."""
     word = kind.removesuffix("_type").replace("_", " ")
     return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
+
+
+def auto_pads(auto_pad: str, input_spatial: Sequence[int], kernel: Sequence[int],
+              strides: Sequence[int], dilations: Sequence[int],
+              pads: Sequence[int] = ()) -> tuple[int, ...]:
+    """ONNX's ``auto_pad`` (of Conv and the pools) as explicit pads, the begins then the
+    ends, for any number of spatial dims.
+
+    ``NOTSET`` keeps `pads` (zeros when empty); ``VALID`` is no padding;
+    ``SAME_UPPER`` / ``SAME_LOWER`` pad so that ``out = ceil(in / stride)``, splitting the
+    total evenly and putting an odd one at the end (UPPER) or the beginning (LOWER)::
+
+        auto_pads("SAME_UPPER", (5, 6), (3, 2), (2, 2), (1, 1)) == (1, 0, 1, 0)
+    """
+    k = len(input_spatial)
+    if auto_pad in ("NOTSET", ""):
+        return tuple(pads) or (0,) * (2 * k)
+    if auto_pad == "VALID":
+        return (0,) * (2 * k)
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise FrontendError(f"auto_pad '{auto_pad}', expected NOTSET, SAME_UPPER, SAME_LOWER "
+                            "or VALID")
+    begins, ends = [], []
+    for size, kk, s, d in zip(input_spatial, kernel, strides, dilations):
+        total = max(0, (math.ceil(size / s) - 1) * s + (kk - 1) * d + 1 - size)
+        small, large = total // 2, total - total // 2
+        begins.append(small if auto_pad == "SAME_UPPER" else large)
+        ends.append(large if auto_pad == "SAME_UPPER" else small)
+    return (*begins, *ends)

@@ -1,0 +1,140 @@
+"""The ONNX frontend's elementwise ops.
+
+- ``Add``, ``Sub``, ``Mul``, ``Div``, ``Pow``: ``graph.add``, ... with broadcasting; an
+  integer exponent of ``Pow`` is cast to the base's float type first, as ONNX's Pow computes.
+- ``Max``, ``Min``, ``Sum``, ``Mean`` of one or more inputs: ``graph.max``, ...; of one
+  input, that input.
+- The unary ops (``Relu``, ``Gelu``, ...): the graph op of the same name, whose properties
+  are the ONNX attributes with their ONNX defaults.
+- ``Clip``: ``graph.clip`` with the constant bounds (attributes before opset 11, inputs
+  since); a bound computed at run time becomes a ``graph.max`` / ``graph.min``.
+
+Adding an elementwise op is one line here (`_binary`, `_variadic` or `_unary`), besides
+its graph op and its element function.
+"""
+
+from __future__ import annotations
+
+import math
+
+from onnx import NodeProto
+from xdsl.ir import Operation, SSAValue
+
+from tmlir.dialects import graph
+from tmlir.frontends.onnx_common import FrontendError
+from tmlir.frontends.onnx_context import ImportContext
+from tmlir.frontends.onnx_ops import F32, FLOAT, NUMERIC, STRING, Attr, onnx_op
+
+
+def _binary(op_type: str, graph_op: type[graph.BinaryElementwiseOp],
+            inputs: tuple[tuple, ...] = (NUMERIC,)) -> None:
+    @onnx_op(op_type, inputs=inputs)
+    def binary(ctx: ImportContext, node: NodeProto) -> None:
+        lhs, rhs = ctx.inputs(node, 2)
+        if op_type == "Pow" and rhs.type.get_element_type() != lhs.type.get_element_type():
+            # an integer exponent: computed in float, as ONNX's Pow does
+            rhs = ctx.append(graph.CastOp(rhs, lhs.type.get_element_type()), f"{node.input[1]}_f")
+        ctx.same_dtype(lhs, rhs)
+        ctx.define(node.output[0], graph_op(lhs, rhs, ctx.result_type(node)))
+
+
+def _variadic(op_type: str, graph_op: type[graph.VariadicElementwiseOp],
+              inputs: tuple[tuple, ...] = (NUMERIC,)) -> None:
+    @onnx_op(op_type, inputs=inputs)
+    def variadic(ctx: ImportContext, node: NodeProto) -> None:
+        operands = ctx.inputs(node, max(len(node.input), 1))
+        if len(operands) == 1:
+            ctx.alias(node.output[0], operands[0])
+        else:
+            ctx.define(node.output[0], graph_op(operands, ctx.result_type(node)))
+
+
+def _unary(op_type: str, graph_op: type[graph.UnaryElementwiseOp],
+           inputs: tuple[tuple, ...] = (F32,), **attributes: Attr) -> None:
+    """Attributes with their ONNX defaults, which become the graph op's properties."""
+
+    @onnx_op(op_type, attributes=attributes, inputs=inputs)
+    def unary(ctx: ImportContext, node: NodeProto) -> None:
+        (x,) = ctx.inputs(node, 1)
+        params = {name: spec.default for name, spec in attributes.items()}
+        params.update(ctx.attributes(node))
+        if params.get("approximate") == "none":  # graph.gelu's default
+            del params["approximate"]
+        ctx.define(node.output[0], graph_op(x, **params))
+
+
+_binary("Add", graph.AddOp)
+_binary("Sub", graph.SubOp)
+_binary("Mul", graph.MulOp)
+_binary("Div", graph.DivOp)
+_binary("Pow", graph.PowOp, inputs=(F32, NUMERIC))
+_variadic("Max", graph.MaxOp)
+_variadic("Min", graph.MinOp)
+_variadic("Sum", graph.SumOp)
+_variadic("Mean", graph.MeanOp, inputs=(F32,))
+_unary("Relu", graph.ReluOp)
+_unary("Sigmoid", graph.SigmoidOp)
+_unary("Tanh", graph.TanhOp)
+_unary("Exp", graph.ExpOp)
+_unary("Log", graph.LogOp)
+_unary("Sqrt", graph.SqrtOp)
+_unary("Reciprocal", graph.ReciprocalOp)
+_unary("Neg", graph.NegOp, inputs=(NUMERIC,))
+_unary("Abs", graph.AbsOp, inputs=(NUMERIC,))
+_unary("Erf", graph.ErfOp)
+_unary("Softplus", graph.SoftplusOp)
+_unary("HardSwish", graph.HardSwishOp)
+_unary("LeakyRelu", graph.LeakyReluOp, alpha=Attr(FLOAT, default=0.01))
+_unary("HardSigmoid", graph.HardSigmoidOp, alpha=Attr(FLOAT, default=0.2),
+       beta=Attr(FLOAT, default=0.5))
+_unary("Elu", graph.EluOp, alpha=Attr(FLOAT, default=1.0))
+_unary("Selu", graph.SeluOp, alpha=Attr(FLOAT, default=1.67326319217681884765625),
+       gamma=Attr(FLOAT, default=1.05070102214813232421875))
+_unary("Gelu", graph.GeluOp,
+       approximate=Attr(STRING, choices=graph.GELU_APPROXIMATIONS, default="none"))
+
+
+@onnx_op("Clip", attributes={"min": FLOAT, "max": FLOAT})  # before opset 11; then inputs
+def clip(ctx: ImportContext, node: NodeProto) -> None:
+    """``graph.clip`` with the constant bounds; a bound computed at run time (a graph
+    input, say) becomes a ``graph.max`` / ``graph.min`` with it instead."""
+    attrs = ctx.attributes(node)
+    if ctx.opset >= 11 and attrs:
+        raise FrontendError(f"{ctx.label}: attribute '{next(iter(attrs))}' is not allowed "
+                            "since opset 11, where the bounds are inputs")
+    if ctx.opset < 11:
+        (x,) = ctx.inputs(node, 1)
+        bounds: list[float | SSAValue | None] = [attrs.get("min"), attrs.get("max")]
+    else:
+        name, *bound_names = ctx.input_names(node, 1, optional=2)
+        x = ctx.value(name)
+        bounds = [_clip_bound(ctx, b, x, what) for b, what in zip(bound_names, ("min", "max"))]
+    lower, upper = bounds
+    constant = {k: v for k, v in (("min", lower), ("max", upper)) if isinstance(v, float)}
+    # max(x, run-time lower), clip to the constant bounds, min(., run-time upper): the
+    # order min(max(x, lower), upper), since a bound is either constant or run-time.
+    steps: list[Operation] = []
+    if isinstance(lower, SSAValue):
+        steps.append(graph.MaxOp([x, lower], x.type))
+    if constant:
+        steps.append(graph.ClipOp(steps[-1].results[0] if steps else x, **constant))
+    if isinstance(upper, SSAValue):
+        steps.append(graph.MinOp([steps[-1].results[0] if steps else x, upper], x.type))
+    out = node.output[0]
+    for index, op in enumerate(steps):  # a first of two steps applies the lower bound
+        ctx.append(op, out if index == len(steps) - 1 else f"{out}_lower")
+    ctx.alias(out, steps[-1].results[0] if steps else x)  # no bounds: x itself
+
+
+def _clip_bound(ctx: ImportContext, name: str, x: SSAValue, what: str) -> float | SSAValue | None:
+    """A Clip bound: its value if it is an initializer, else its SSA value (a graph input
+    or a computed value); None if absent."""
+    if not name:
+        return None
+    array = ctx.initializer_array(name) if ctx.is_constant(name) else None
+    value = ctx.value(name) if array is None else None
+    shape = array.shape if array is not None else tuple(value.type.get_shape())
+    if math.prod(shape) != 1 or len(shape) > len(x.type.get_shape()):
+        raise FrontendError(f"{ctx.label}: bound '{what}' must be a scalar, "
+                            f"got shape {list(shape)}")
+    return float(array.reshape(())) if array is not None else value
