@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -269,49 +269,19 @@ def _ints(attr) -> tuple[int, ...]:
     return tuple(int(v) for v in attr.get_values())
 
 
-def _identity_slice(op: graph.SliceOp) -> bool:
-    shape = _shape(op.input)
-    return all(n <= 1 or (start, step) == (0, 1)
-               for n, start, step in zip(shape, _ints(op.starts), _ints(op.steps)))
-
-
-def _unit_reduction(op: graph.ReduceOp) -> bool:
-    shape = _shape(op.input)
-    return all(shape[axis] == 1 for axis in op.reduced_axes)
-
-
-_NO_OP: dict[type[Operation], Callable[[Operation], bool]] = {
-    # When each op, given its input's type, returns its first operand, up to a reshape.
-    graph.ReshapeOp: lambda op: True,
-    graph.ExpandOp: lambda op: True,
-    graph.TileOp: lambda op: True,
-    graph.SliceOp: _identity_slice,
-    graph.PadOp: lambda op: not any(_ints(op.pads)),
-    graph.ResizeOp: lambda op: all(s == 1.0 for s in op.scale_values),
-    graph.ConcatOp: lambda op: len(op.operands) == 1,
-    graph.SplitOp: lambda op: len(op.results) == 1,
-    graph.ReduceSumOp: _unit_reduction,
-    graph.ReduceMeanOp: _unit_reduction,
-    graph.ReduceMaxOp: _unit_reduction,
-    graph.ReduceMinOp: _unit_reduction,
-    **{cls: (lambda op: len(op.operands) == 1) for cls in graph.VARIADIC_OPS},
-    graph.CastOp: lambda op: True,  # to the input's own type
-}
-_RESHAPE_OK = (graph.ReduceSumOp, graph.ReduceMeanOp, graph.ReduceMaxOp, graph.ReduceMinOp)
-
-
 class RemoveNoOpCopy(RewritePattern):
-    """An op that returns its input unchanged → its input (see `_NO_OP`); a reduction over
-    extent-1 dims only → a reshape of its input (its input when ``keepdims``)."""
+    """An op that returns its input unchanged (the ``NoOpWhen`` trait) → its input; a
+    reduction over extent-1 dims only → a reshape of its input (its input when
+    ``keepdims``)."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        is_no_op = _NO_OP.get(type(op))
-        if is_no_op is None or len(op.results) != 1 or not is_no_op(op):
+        no_op = op.get_trait(graph.NoOpWhen)
+        if no_op is None or len(op.results) != 1 or not no_op.predicate(op):
             return
         value = op.operands[0]
         if value.type == op.results[0].type:
             _replace_by(rewriter, op, value)
-        elif isinstance(op, _RESHAPE_OK):
+        elif no_op.reshape:
             _replace_by_reshape(rewriter, op, value)
 
 

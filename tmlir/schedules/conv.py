@@ -23,12 +23,11 @@ from tmlir.schedules.conv2d import Conv2dProblem, conv2d_kernel
 from tmlir.schedules.conv_transpose import ConvTransposeProblem
 from tmlir.schedules.conv_transpose import conv_transpose_kernel as conv_transpose_2d_kernel
 from tmlir.schedules.elementwise import elementwise_kernel
+from tmlir.schedules.registry import schedules
 from tmlir.schedules.views import view_kernel_args
 
-#: The graph ops that `conv_op_kernel` schedules.
-SCHEDULED_OPS = (graph.ConvOp, graph.ConvTransposeOp, graph.BatchNormOp)
 
-
+@schedules(graph.ConvOp, graph.ConvTransposeOp, graph.BatchNormOp)
 def conv_op_kernel(name: str, op: graph.ConvOp | graph.ConvTransposeOp | graph.BatchNormOp,
                    ) -> tm.KernelOp:
     """The kernel of a ``graph.conv`` or ``graph.conv_transpose`` (``(x, w, [bias,] y)``)

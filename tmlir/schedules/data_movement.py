@@ -23,7 +23,7 @@ source index). ``tm-lower-mappings`` unravels ``gid`` into the coordinates and g
   kernel for all outputs, over the input, the mirror image.
 
 Every op but split is written as an `Element`: the value of output element ``i`` from a
-`Load` of its operands' elements. `kernel_for` stores it (``out[i] = element(i)``, loads
+`Load` of its operands' elements. `data_movement_op_kernel` stores it (``out[i] = element(i)``, loads
 being ``tm.load``s of the kernel's arguments); post-scheduling fusion evaluates the same
 `Element` inside another kernel with loads that compute the operands in turn
 (``tmlir/schedules/fusion.py``). Each kernel has ``tm.template = "data_movement"`` and its
@@ -47,6 +47,7 @@ from tmlir.dialects import graph, tm
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.mapping import spatial
 from tmlir.schedules.common import broadcast_index, kernel_attributes, name_args
+from tmlir.schedules.registry import schedules
 
 MAX_GATHER_TABLE = 256
 """Constant gather indices that are no progression become a select chain up to this size."""
@@ -400,21 +401,14 @@ def _to_index(b: IRBuilder, x: SSAValue, name: str) -> SSAValue:
 
 # -- graph ops --------------------------------------------------------------------------------
 
-KERNEL_OPS = (graph.TransposeOp, graph.SliceOp, graph.GatherOp, graph.ExpandOp, graph.TileOp,
-              graph.PadOp, graph.ConcatOp, graph.SplitOp, graph.ResizeOp)
-"""The graph ops this template builds kernels for (``graph.reshape`` needs none)."""
-
-ELEMENT_OPS = tuple(op for op in KERNEL_OPS if op is not graph.SplitOp)
-"""The ops whose result element is an `Element` of their operands (all but split)."""
-
-
 def _shape(value: SSAValue) -> tuple[int, ...]:
     return tuple(value.type.get_shape())  # type: ignore[attr-defined]
 
 
 def element_for(op: Operation) -> tuple[Element, dict[str, int | str]]:
-    """The `Element` of one of `ELEMENT_OPS` and the parameters its kernel header shows.
-    Raises ValueError for what the template cannot do."""
+    """The `Element` of a data-movement op but split (an `Injective` op without an element
+    function) and the parameters its kernel header shows. Raises ValueError for what the
+    template cannot do."""
     result = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
     match op:
         case graph.TransposeOp():
@@ -451,10 +445,14 @@ def element_for(op: Operation) -> tuple[Element, dict[str, int | str]]:
     raise AssertionError(f"not an element op: {op.name}")
 
 
-def kernel_for(name: str, op: Operation,
-               params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
-    """The kernel of a data-movement graph op (arguments: its operands, then its results);
-    None when it writes no element. Raises ValueError for what the template cannot do."""
+@schedules(graph.TransposeOp, graph.SliceOp, graph.GatherOp, graph.ExpandOp, graph.TileOp,
+           graph.PadOp, graph.ConcatOp, graph.SplitOp, graph.ResizeOp)
+def data_movement_op_kernel(name: str, op: Operation,
+                            params: DataMovementParams = DataMovementParams()
+                            ) -> tm.KernelOp | None:
+    """The kernel of a data-movement graph op (arguments: its operands, then its results;
+    ``graph.reshape`` needs none); None when it writes no element. Raises ValueError for
+    what the template cannot do."""
     element_type = op.operands[0].type.get_element_type()  # type: ignore[attr-defined]
     if isinstance(op, graph.SplitOp):
         return split_kernel(name, _shape(op.input), [_shape(v) for v in op.outputs],

@@ -9,7 +9,9 @@ for ELU/SELU, ``log1p`` for softplus, tanh-GELU as ``x * sigmoid(2u)`` so that n
 ``relu`` give NaN for a NaN operand, where CUDA's ``fmaxf`` would give the other one.
 ``neg``, ``abs``, ``add``, ``sub``, ``mul``, ``div``, ``max``, ``min`` and ``sum`` also
 take integers (``i64``, ``i32``); comparisons, logic, ``where`` and ``cast`` are in
-``elementwise_logic.py``.
+``elementwise_logic.py``. `elementwise_op_kernel` builds the kernel of every such op on the
+elementwise template; it is the registered builder (``registry.py``) of the elementwise and
+logic op families, so a new elementwise op needs only its entry in these tables.
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ from functools import reduce
 import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import Float32Type
+from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.ir import Operation, SSAValue
 
-from tmlir.dialects import graph
+from tmlir.dialects import graph, tm
 from tmlir.ir.builder import IRBuilder
-from tmlir.schedules.elementwise import ElementFunction
+from tmlir.schedules.elementwise import ElementFunction, elementwise_kernel
 from tmlir.schedules.elementwise_logic import logic_function
+from tmlir.schedules.registry import NoTemplate, schedules
 
 Params = dict[str, float | str]
 UnaryFunction = Callable[[IRBuilder, SSAValue, Params], SSAValue]
@@ -150,6 +153,8 @@ UNARY: dict[type[Operation], UnaryFunction] = {
     graph.GeluOp: _gelu,
     graph.ClipOp: _clip,
 }
+
+
 def _int_select(b: IRBuilder, predicate: str, lhs: SSAValue, rhs: SSAValue, then: SSAValue,
                 otherwise: SSAValue) -> SSAValue:
     """``lhs <predicate> rhs ? then : otherwise`` on integers (signed predicates)."""
@@ -233,3 +238,23 @@ def element_function(op: Operation) -> tuple[str, ElementFunction] | None:
             fn if _is_float(xs[0]) or int_fn is None else int_fn)(b, xs[0], params)
     return logic_function(op)
 
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    assert isinstance(value.type, TensorType)
+    return tuple(value.type.get_shape())
+
+
+@schedules(graph.UnaryElementwiseOp, graph.BinaryElementwiseOp, graph.VariadicElementwiseOp,
+           graph.CompareOp, graph.LogicalOp, graph.NotOp, graph.IsNanOp, graph.WhereOp,
+           graph.CastOp)
+def elementwise_op_kernel(name: str, op: Operation) -> tm.KernelOp:
+    """The kernel of an elementwise op (arguments: its operands, then its result) on the
+    elementwise template, computing `element_function`; NoTemplate for an op without one."""
+    if (element := element_function(op)) is None:
+        raise NoTemplate(f"no schedule template for '{op.name}'")
+    expression, compute = element
+    return elementwise_kernel(
+        name, _shape(op.results[0]), [_shape(v) for v in op.operands], compute, expression,
+        element_types=[v.type.get_element_type()  # type: ignore[attr-defined]
+                       for v in (*op.operands, op.results[0])])

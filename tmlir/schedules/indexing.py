@@ -24,8 +24,7 @@ from tmlir.schedules.data_movement import (
     buffer_indices,
     data_movement_kernel,
 )
-
-SCHEDULED_OPS = graph.INDEXING_OPS
+from tmlir.schedules.registry import schedules
 
 
 def axis_index(b: IRBuilder, raw: SSAValue, extent: int, name: str) -> Index:
@@ -104,10 +103,11 @@ def gather_nd_kernel(name: str, in_shape: Sequence[int], index_shape: Sequence[i
                                 [element, index_element, element])
 
 
+@schedules(graph.TakeOp, graph.TakeAlongAxisOp, graph.GatherNdOp)
 def indexing_kernel(name: str, op: Operation,
                     params: DataMovementParams = DataMovementParams()) -> tm.KernelOp | None:
-    """The kernel ``(input, indices, output)`` of one of `SCHEDULED_OPS`; None when the
-    output has no elements."""
+    """The kernel ``(input, indices, output)`` of a ``graph.take``, ``graph.take_along_axis``
+    or ``graph.gather_nd``; None when the output has no elements."""
     x, indices = op.operands
     assert isinstance(x.type, TensorType) and isinstance(indices.type, TensorType)
     shape, index_shape = tuple(x.type.get_shape()), tuple(indices.type.get_shape())

@@ -1,11 +1,12 @@
 """Injective graph ops as per-element functions: what fusion computes in place of a load.
 
-An op is *injective* when each element of its result is a function of a few operand
-elements at coordinates computed from the result's coordinates: elementwise ops (with
-numpy broadcasting), comparisons, logic, ``where``, ``cast``, ``batch_norm`` (per-channel
-statistics), ``reshape`` and the data-movement ops (transpose, slice, constant gather,
-expand, tile, pad, concat, resize). For each, `element_of` gives an ``Element``: the result
-element at coordinates ``i`` from a ``Load`` of operand elements, so that
+An op is *injective* (it has the ``Injective`` trait) when each element of its result is a
+function of a few operand elements at coordinates computed from the result's coordinates:
+elementwise ops (with numpy broadcasting), comparisons, logic, ``where``, ``cast``,
+``batch_norm`` (per-channel statistics), ``reshape`` and the data-movement ops (transpose,
+slice, constant gather, expand, tile, pad, concat, resize). For each, `element_of` gives an
+``Element``: the result element at coordinates ``i`` from a ``Load`` of operand elements,
+so that
 
 * a stand-alone kernel stores ``element(i)`` with loads of its arguments, and
 * post-scheduling fusion (``fusion.py``) evaluates ``element(i)`` in place of a kernel's
@@ -31,7 +32,7 @@ from xdsl.ir import Operation, SSAValue
 from tmlir.dialects import graph
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.schedules.common import broadcast_index
-from tmlir.schedules.data_movement import ELEMENT_OPS, Element, Load, element_for
+from tmlir.schedules.data_movement import Element, Load, element_for
 from tmlir.schedules.elementwise_functions import element_function
 
 
@@ -40,9 +41,9 @@ def shape_of(value: SSAValue) -> tuple[int, ...]:
 
 
 def is_injective(op: Operation) -> bool:
-    """Whether `op` has an `Element` (see the module docstring)."""
-    return (isinstance(op, (graph.ReshapeOp, graph.BatchNormOp, *ELEMENT_OPS))
-            or element_function(op) is not None)
+    """Whether `op` has an `Element` (see the module docstring): whether it has the
+    ``Injective`` trait."""
+    return op.has_trait(graph.Injective)
 
 
 def element_of(op: Operation) -> Element:
@@ -54,10 +55,9 @@ def element_of(op: Operation) -> Element:
         return lambda b, i, load: load(0, reshape_index(b, i, out_shape, in_shape))
     if isinstance(op, graph.BatchNormOp):
         return _batch_norm_element(op)
-    if isinstance(op, ELEMENT_OPS):
-        return element_for(op)[0]
     function = element_function(op)
-    assert function is not None, f"not an injective op: {op.name}"
+    if function is None:  # data movement
+        return element_for(op)[0]
     _, compute = function
     in_shapes = [shape_of(v) for v in op.operands]
 
@@ -103,7 +103,7 @@ def is_bijective_in(op: Operation, operand: int) -> bool:
         return True
     if isinstance(op, graph.BatchNormOp):
         return operand == 0
-    if isinstance(op, ELEMENT_OPS) or element_function(op) is None:
+    if element_function(op) is None:  # data movement (transposes are above)
         return False
     return shape_of(op.operands[operand]) == shape_of(op.results[0])
 

@@ -1,6 +1,6 @@
 """The graph dialect's reductions, normalizations and pooling on their templates.
 
-``convert-graph-to-tm`` hands every op of `SCHEDULED_OPS` to `reduction_kernel`:
+``convert-graph-to-tm`` hands each of these ops to `reduction_kernel`:
 ``graph.reduce_*``, ``graph.softmax`` / ``graph.log_softmax`` and ``graph.layer_norm`` go
 to the row-reduction template (``reduce.py``; a row is the elements that share every
 coordinate outside the reduced axes, strided when kept dims follow a reduced one),
@@ -17,9 +17,8 @@ from xdsl.ir import Operation, SSAValue
 from tmlir.dialects import graph, tm
 from tmlir.schedules.pool import PoolProblem, pool_kernel
 from tmlir.schedules.reduce import RowProblem, layernorm_kernel, reduce_kernel, softmax_kernel
+from tmlir.schedules.registry import schedules
 
-SCHEDULED_OPS: tuple[type[Operation], ...] = (
-    *graph.REDUCE_OPS, *graph.NORMALIZATION_OPS, *graph.POOL_OPS)
 _REDUCE_KINDS: dict[type[Operation], str] = {
     graph.ReduceSumOp: "sum", graph.ReduceMeanOp: "mean", graph.ReduceMaxOp: "max",
     graph.ReduceMinOp: "min",
@@ -31,9 +30,10 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
     return tuple(value.type.get_shape()) or (1,)
 
 
+@schedules(graph.ReduceOp, graph.SoftmaxBaseOp, graph.LayerNormOp, graph.PoolOp)
 def reduction_kernel(name: str, op: Operation) -> tm.KernelOp:
-    """The kernel of `op`, one of `SCHEDULED_OPS`; a ValueError for what the templates
-    cannot do."""
+    """The kernel of a reduction, softmax, layer norm or pool; a ValueError for what the
+    templates cannot do."""
     match op:
         case graph.ReduceOp():
             problem = RowProblem.from_axes(_shape(op.input), op.reduced_axes)

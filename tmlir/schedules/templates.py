@@ -9,6 +9,11 @@ with ``tm.load`` and writes each element of a result once with ``tm.store``. Tha
 interface is what post-scheduling fusion (``fusion.py``) rewrites, so every template here
 takes a prologue and an epilogue.
 
+Each family module registers its kernel builder for the op types it schedules
+(``@schedules(...)``, ``registry.py``); importing this module imports them all, and
+`kernel_for` looks the op's type up there. An op's templates take f32 tensors only unless
+the op has the ``AnyElementType`` trait (``dialects/graph/traits.py``).
+
 =====================================  ==================================================
 graph op                               template
 =====================================  ==================================================
@@ -29,32 +34,15 @@ from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tmlir.dialects import graph, tm
-from tmlir.schedules.conv import SCHEDULED_OPS as CONV_OPS
-from tmlir.schedules.conv import conv_op_kernel, conv_problem
+from tmlir.schedules import conv, data_movement, elementwise_functions, indexing, reduction_ops
+from tmlir.schedules.conv import conv_problem
 from tmlir.schedules.conv2d import Conv2dProblem, conv2d_kernel
-from tmlir.schedules.data_movement import KERNEL_OPS as DATA_MOVEMENT_OPS
-from tmlir.schedules.data_movement import kernel_for as data_movement_kernel
-from tmlir.schedules.elementwise import elementwise_kernel
-from tmlir.schedules.elementwise_functions import element_function
-from tmlir.schedules.indexing import SCHEDULED_OPS as INDEXING_OPS
-from tmlir.schedules.indexing import indexing_kernel
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
-from tmlir.schedules.reduction_ops import SCHEDULED_OPS as REDUCTION_OPS
-from tmlir.schedules.reduction_ops import reduction_kernel
+from tmlir.schedules.registry import NoTemplate, kernel_builder
 
-
-class NoTemplate(ValueError):
-    """The op has no schedule template (or not for these element types)."""
-
-
-#: Graph ops whose templates take integer and bool tensors too; every other op's
-#: templates compute in f32 and take f32 tensors only.
-ANY_ELEMENT_TYPE_OPS: tuple[type[Operation], ...] = (
-    graph.AddOp, graph.SubOp, graph.MulOp, graph.DivOp, graph.MaxOp, graph.MinOp,
-    graph.SumOp, graph.NegOp, graph.AbsOp, *graph.LOGIC_OPS, *graph.INDEXING_OPS,
-    graph.TransposeOp, graph.SliceOp, graph.GatherOp, graph.ExpandOp, graph.TileOp,
-    graph.PadOp, graph.ConcatOp, graph.SplitOp,
-)
+FAMILIES = (conv, data_movement, elementwise_functions, indexing, reduction_ops)
+"""The family modules: importing one registers its kernel builders (``registry.py``), which
+`kernel_for` finds by the op's type."""
 
 
 def _shape(value: SSAValue) -> tuple[int, ...]:
@@ -64,7 +52,7 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
 
 def check_element_types(op: Operation) -> None:
     """NoTemplate if `op` has a non-f32 tensor and its template computes in f32 only."""
-    if isinstance(op, ANY_ELEMENT_TYPE_OPS):
+    if op.has_trait(graph.AnyElementType):
         return
     for value in (*op.operands, *op.results):
         element = value.type.get_element_type()  # type: ignore[attr-defined]
@@ -116,18 +104,6 @@ def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None
         if isinstance(problem, MatmulProblem):
             return matmul_simt_kernel(name, problem, params or MatmulSimtParams.default_for(problem))
         return conv2d_kernel(name, problem, params)
-    if (element := element_function(op)) is not None:
-        expression, compute = element
-        return elementwise_kernel(
-            name, _shape(op.results[0]), [_shape(v) for v in op.operands], compute, expression,
-            element_types=[v.type.get_element_type()  # type: ignore[attr-defined]
-                           for v in (*op.operands, op.results[0])])
-    if isinstance(op, REDUCTION_OPS):
-        return reduction_kernel(name, op)
-    if isinstance(op, CONV_OPS):
-        return conv_op_kernel(name, op)  # type: ignore[arg-type]
-    if isinstance(op, DATA_MOVEMENT_OPS):
-        return data_movement_kernel(name, op)
-    if isinstance(op, INDEXING_OPS):
-        return indexing_kernel(name, op)
-    raise NoTemplate(f"no schedule template for '{op.name}'")
+    if (builder := kernel_builder(type(op))) is None:
+        raise NoTemplate(f"no schedule template for '{op.name}'")
+    return builder(name, op)

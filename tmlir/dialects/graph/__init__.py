@@ -24,7 +24,9 @@ One module per op family: ``weight``, ``elementwise``, ``matmul``, ``reductions`
 softmax, normalization, pools), ``conv``, ``data_movement``, ``indexing`` (run-time indices),
 ``logic`` (comparisons, logical ops, ``where``, ``cast``) and ``fused`` (fusion groups); shape
 helpers in ``shapes``. Each module's ``__all__`` is what it adds to the dialect: its ops are
-registered and its names are importable from ``tmlir.dialects.graph``.
+registered and its names are importable from ``tmlir.dialects.graph``. What passes and
+schedules need to know about an op (``Injective``, ``AnyElementType``, ``NoOpWhen``) is
+declared on it as a trait, from ``traits``.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from tmlir.dialects.graph.logic import *  # noqa: F403
 from tmlir.dialects.graph.matmul import *  # noqa: F403
 from tmlir.dialects.graph.reductions import *  # noqa: F403
 from tmlir.dialects.graph.shapes import *  # noqa: F403
+from tmlir.dialects.graph.traits import *  # noqa: F403
 from tmlir.dialects.graph.weight import *  # noqa: F403
 
 FAMILIES: tuple[ModuleType, ...] = (weight, elementwise, matmul, reductions, conv, data_movement,

@@ -42,9 +42,9 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from tmlir.dialects.graph.shapes import tensor_shape
+from tmlir.dialects.graph.traits import Injective
 
 __all__ = [
-    "CONV_OPS",
     "BatchNormOp",
     "ConvOp",
     "ConvTransposeOp",
@@ -293,7 +293,7 @@ class BatchNormOp(IRDLOperation):
     var = operand_def(TensorType)
     result = result_def(TensorType)
     epsilon = prop_def(FloatAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Injective())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = (
         "$input `,` $scale `,` $bias `,` $mean `,` $var attr-dict "
@@ -326,5 +326,3 @@ class BatchNormOp(IRDLOperation):
         if len(types) != 1:
             raise VerifyException("operands must have the same element type")
 
-
-CONV_OPS: tuple[type[IRDLOperation], ...] = (ConvOp, ConvTransposeOp, BatchNormOp)

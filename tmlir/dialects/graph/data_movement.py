@@ -53,10 +53,10 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from tmlir.dialects.graph.shapes import broadcast_shapes, tensor_shape
+from tmlir.dialects.graph.traits import AnyElementType, Injective, NoOpWhen
 
 __all__ = [
     "COORDINATE_TRANSFORMATION_MODES",
-    "DATA_MOVEMENT_OPS",
     "NEAREST_MODES",
     "PAD_MODES",
     "RESIZE_MODES",
@@ -103,7 +103,7 @@ class _UnaryShapeOp(IRDLOperation):
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Injective())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -123,6 +123,7 @@ class ReshapeOp(_UnaryShapeOp):
     """The same elements in the same (row-major) order, in another shape."""
 
     name = "graph.reshape"
+    traits = traits_def(NoOpWhen())
 
     def verify_(self) -> None:
         shape, out = self.shapes()
@@ -137,6 +138,7 @@ class TransposeOp(_UnaryShapeOp):
     ``perm[k]`` of the input."""
 
     name = "graph.transpose"
+    traits = traits_def(AnyElementType())
     perm = prop_def(DenseArrayBase.constr(i64))
 
     def __init__(self, input: SSAValue, result_type: TensorType, perm: Sequence[int]) -> None:
@@ -163,7 +165,8 @@ class ConcatOp(IRDLOperation):
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Injective(), AnyElementType(),
+                        NoOpWhen(lambda op: len(op.operands) == 1))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$inputs attr-dict `:` functional-type($inputs, $result)"
 
@@ -195,7 +198,7 @@ class SplitOp(IRDLOperation):
     input = operand_def(TensorType)
     outputs = var_result_def(TensorType)
     axis = prop_def(IntegerAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), AnyElementType(), NoOpWhen(lambda op: len(op.results) == 1))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` functional-type($input, $outputs)"
 
@@ -240,11 +243,17 @@ class SliceOp(_UnaryShapeOp):
     name = "graph.slice"
     starts = prop_def(DenseArrayBase.constr(i64))
     steps = prop_def(DenseArrayBase.constr(i64))
+    traits = traits_def(AnyElementType(), NoOpWhen(lambda op: op.is_identity()))
 
     def __init__(self, input: SSAValue, result_type: TensorType, starts: Sequence[int],
                  steps: Sequence[int]) -> None:
         super().__init__(input, result_type,
                          {"starts": _i64_array(starts), "steps": _i64_array(steps)})
+
+    def is_identity(self) -> bool:
+        """Whether every dim of more than one element starts at 0 with step 1."""
+        return all(n <= 1 or (start, step) == (0, 1) for n, start, step in
+                   zip(self.input.type.get_shape(), _values(self.starts), _values(self.steps)))
 
     def verify_(self) -> None:
         shape, out = self.shapes()
@@ -271,6 +280,7 @@ class GatherOp(_UnaryShapeOp):
     1``), their values (row-major, non-negative) the ``indices`` property."""
 
     name = "graph.gather"
+    traits = traits_def(AnyElementType())
     axis = prop_def(IntegerAttr)
     indices = prop_def(DenseArrayBase.constr(i64))
 
@@ -316,6 +326,7 @@ class ExpandOp(_UnaryShapeOp):
     """The input broadcast (numpy rules) to the result shape."""
 
     name = "graph.expand"
+    traits = traits_def(AnyElementType(), NoOpWhen())
 
     def verify_(self) -> None:
         shape, out = self.shapes()
@@ -339,6 +350,7 @@ class PadOp(_UnaryShapeOp):
 
     name = "graph.pad"
     pads = prop_def(DenseArrayBase.constr(i64))
+    traits = traits_def(AnyElementType(), NoOpWhen(lambda op: not any(_values(op.pads))))
     mode = opt_prop_def(StringAttr)
     value = opt_prop_def(FloatAttr)
 
@@ -398,6 +410,7 @@ class TileOp(_UnaryShapeOp):
     extent is a multiple of the input's."""
 
     name = "graph.tile"
+    traits = traits_def(AnyElementType(), NoOpWhen())
 
     def verify_(self) -> None:
         shape, out = self.shapes()
@@ -422,6 +435,7 @@ class ResizeOp(_UnaryShapeOp):
     coordinate_transformation_mode = prop_def(StringAttr)
     nearest_mode = opt_prop_def(StringAttr)
     scales = prop_def(DenseArrayBase.constr(f32))
+    traits = traits_def(NoOpWhen(lambda op: all(s == 1.0 for s in op.scale_values)))
 
     def __init__(self, input: SSAValue, result_type: TensorType, scales: Sequence[float],
                  mode: str, coordinate_transformation_mode: str,
@@ -462,8 +476,3 @@ class ResizeOp(_UnaryShapeOp):
         if any(n == 0 and m != 0 for n, m in zip(shape, out)):
             raise VerifyException("cannot resize an empty dim to a non-empty one")
 
-
-DATA_MOVEMENT_OPS: tuple[type[IRDLOperation], ...] = (
-    ReshapeOp, TransposeOp, ConcatOp, SplitOp, SliceOp, GatherOp, ExpandOp, PadOp, TileOp,
-    ResizeOp,
-)

@@ -30,12 +30,10 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from tmlir.dialects.graph.shapes import tensor_shape, verify_broadcast
+from tmlir.dialects.graph.traits import AnyElementType, Injective, NoOpWhen
 
 __all__ = [
-    "BINARY_OPS",
     "GELU_APPROXIMATIONS",
-    "UNARY_OPS",
-    "VARIADIC_OPS",
     "AbsOp",
     "AddOp",
     "BinaryElementwiseOp",
@@ -75,7 +73,7 @@ class BinaryElementwiseOp(IRDLOperation):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Injective())
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, lhs, rhs, result_type: TensorType) -> None:
@@ -88,21 +86,25 @@ class BinaryElementwiseOp(IRDLOperation):
 @irdl_op_definition
 class AddOp(BinaryElementwiseOp):
     name = "graph.add"
+    traits = traits_def(AnyElementType())
 
 
 @irdl_op_definition
 class SubOp(BinaryElementwiseOp):
     name = "graph.sub"
+    traits = traits_def(AnyElementType())
 
 
 @irdl_op_definition
 class MulOp(BinaryElementwiseOp):
     name = "graph.mul"
+    traits = traits_def(AnyElementType())
 
 
 @irdl_op_definition
 class DivOp(BinaryElementwiseOp):
     name = "graph.div"
+    traits = traits_def(AnyElementType())
 
 
 @irdl_op_definition
@@ -117,7 +119,7 @@ class VariadicElementwiseOp(IRDLOperation):
 
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Injective(), NoOpWhen(lambda op: len(op.operands) == 1))
     assembly_format = "$inputs attr-dict `:` functional-type($inputs, $result)"
 
     def __init__(self, inputs: Sequence[SSAValue], result_type: TensorType) -> None:
@@ -135,6 +137,7 @@ class MaxOp(VariadicElementwiseOp):
     """The largest input element; NaN if any is NaN (ONNX ``Max``, numpy ``maximum``)."""
 
     name = "graph.max"
+    traits = traits_def(AnyElementType())
 
 
 @irdl_op_definition
@@ -142,6 +145,7 @@ class MinOp(VariadicElementwiseOp):
     """The smallest input element; NaN if any is NaN (ONNX ``Min``, numpy ``minimum``)."""
 
     name = "graph.min"
+    traits = traits_def(AnyElementType())
 
 
 @irdl_op_definition
@@ -149,6 +153,7 @@ class SumOp(VariadicElementwiseOp):
     """The sum of the input elements (ONNX ``Sum``)."""
 
     name = "graph.sum"
+    traits = traits_def(AnyElementType())
 
 
 @irdl_op_definition
@@ -168,7 +173,7 @@ class UnaryElementwiseOp(IRDLOperation):
     T: ClassVar = VarConstraint("T", AnyAttr())
     input = operand_def(T)
     result = result_def(T)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Injective())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input)"
 
@@ -241,11 +246,13 @@ class NegOp(UnaryElementwiseOp):
     """``-x``."""
 
     name = "graph.neg"
+    traits = traits_def(AnyElementType())
 
 
 @irdl_op_definition
 class AbsOp(UnaryElementwiseOp):
     name = "graph.abs"
+    traits = traits_def(AnyElementType())
 
 
 @irdl_op_definition
@@ -330,10 +337,3 @@ class ClipOp(UnaryElementwiseOp):
     lower = opt_prop_def(FloatAttr, prop_name="min")
     upper = opt_prop_def(FloatAttr, prop_name="max")
 
-
-UNARY_OPS: tuple[type[UnaryElementwiseOp], ...] = (
-    ReluOp, SigmoidOp, TanhOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, NegOp, AbsOp, ErfOp,
-    SoftplusOp, HardSwishOp, LeakyReluOp, HardSigmoidOp, EluOp, SeluOp, GeluOp, ClipOp,
-)
-BINARY_OPS: tuple[type[BinaryElementwiseOp], ...] = (AddOp, SubOp, MulOp, DivOp, PowOp)
-VARIADIC_OPS: tuple[type[VariadicElementwiseOp], ...] = (MaxOp, MinOp, SumOp, MeanOp)

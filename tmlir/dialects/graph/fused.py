@@ -37,7 +37,6 @@ from xdsl.traits import HasParent, IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 __all__ = [
-    "FUSION_OPS",
     "FusedOp",
     "YieldOp",
 ]
@@ -121,5 +120,3 @@ class YieldOp(IRDLOperation):
     def __init__(self, values: Sequence[SSAValue]) -> None:
         super().__init__(operands=[values])
 
-
-FUSION_OPS: tuple[type[IRDLOperation], ...] = (FusedOp, YieldOp)

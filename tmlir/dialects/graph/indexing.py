@@ -1,5 +1,6 @@
-"""The ``graph`` dialect's gathers whose indices are a tensor computed at run time ``graph.gather`` is the one with constant indices, which
-the compiler turns into index arithmetic; these read an index tensor (``i64`` or ``i32``):
+"""The ``graph`` dialect's gathers whose indices are a tensor computed at run time
+(``graph.gather`` is the one with constant indices, which the compiler turns into index
+arithmetic); these read an index tensor (``i64`` or ``i32``):
 
     %e = graph.take %table, %ids {axis = 0 : i64}
            : (tensor<128x32xf32>, tensor<1x16xi64>) -> tensor<1x16x32xf32>
@@ -34,9 +35,9 @@ from xdsl.utils.exceptions import VerifyException
 
 from tmlir import dtypes
 from tmlir.dialects.graph.shapes import tensor_shape
+from tmlir.dialects.graph.traits import AnyElementType
 
 __all__ = [
-    "INDEXING_OPS",
     "GatherNdOp",
     "TakeAlongAxisOp",
     "TakeOp",
@@ -49,7 +50,7 @@ class _IndexedOp(IRDLOperation):
     input = operand_def(TensorType)
     indices = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), AnyElementType())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input `,` $indices attr-dict `:` functional-type(operands, results)"
 
@@ -167,5 +168,3 @@ class GatherNdOp(_IndexedOp):
                                   f"rank {len(data)} and batch_dims {b}")
         _check_result(out, [*indices[:-1], *data[b + k:]])
 
-
-INDEXING_OPS: tuple[type[IRDLOperation], ...] = (TakeOp, TakeAlongAxisOp, GatherNdOp)

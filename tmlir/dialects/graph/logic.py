@@ -37,12 +37,10 @@ from xdsl.utils.exceptions import VerifyException
 
 from tmlir import dtypes
 from tmlir.dialects.graph.shapes import broadcast_shapes, tensor_shape
+from tmlir.dialects.graph.traits import AnyElementType, Injective, NoOpWhen
 
 __all__ = [
-    "COMPARE_OPS",
     "I1",
-    "LOGICAL_OPS",
-    "LOGIC_OPS",
     "AndOp",
     "CastOp",
     "CompareOp",
@@ -90,7 +88,7 @@ class _BinaryMaskOp(IRDLOperation):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Injective(), AnyElementType())
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
     ELEMENT_TYPES: ClassVar[tuple[dtypes.DType, ...]] = dtypes.DTYPES
 
@@ -163,7 +161,7 @@ class _MaskOp(IRDLOperation):
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Injective(), AnyElementType())
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, element: Attribute) -> None:
@@ -183,7 +181,7 @@ class NotOp(IRDLOperation):
     T: ClassVar = VarConstraint("T", AnyAttr())
     input = operand_def(T)
     result = result_def(T)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Injective(), AnyElementType())
     assembly_format = "$input attr-dict `:` type($input)"
 
     def __init__(self, input: SSAValue) -> None:
@@ -216,6 +214,7 @@ class CastOp(_MaskOp):
     true), ``i1`` to a number is 0 or 1, integers wrap when narrowed."""
 
     name = "graph.cast"
+    traits = traits_def(NoOpWhen())  # to the input's own type
 
     def verify_(self) -> None:
         super().verify_()
@@ -232,7 +231,7 @@ class WhereOp(IRDLOperation):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Injective(), AnyElementType())
     assembly_format = ("$condition `,` $lhs `,` $rhs attr-dict `:` "
                        "functional-type(operands, results)")
 
@@ -247,9 +246,3 @@ class WhereOp(IRDLOperation):
         if not _element(self.lhs.type) == _element(self.rhs.type) == _element(self.result.type):
             raise VerifyException("lhs, rhs and result must have the same element type")
 
-
-COMPARE_OPS: tuple[type[CompareOp], ...] = (EqualOp, LessOp, LessEqualOp, GreaterOp,
-                                            GreaterEqualOp)
-LOGICAL_OPS: tuple[type[LogicalOp], ...] = (AndOp, OrOp, XorOp)
-LOGIC_OPS: tuple[type[IRDLOperation], ...] = (*COMPARE_OPS, *LOGICAL_OPS, NotOp, IsNanOp,
-                                              CastOp, WhereOp)

@@ -47,11 +47,9 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from tmlir.dialects.graph.shapes import tensor_shape
+from tmlir.dialects.graph.traits import NoOpWhen
 
 __all__ = [
-    "NORMALIZATION_OPS",
-    "POOL_OPS",
-    "REDUCE_OPS",
     "AveragePoolOp",
     "LayerNormOp",
     "LogSoftmaxOp",
@@ -104,7 +102,7 @@ class ReduceOp(IRDLOperation):
     result = result_def(TensorType)
     axes = prop_def(DenseArrayBase.constr(i64))
     keepdims = opt_prop_def(UnitAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), NoOpWhen(lambda op: op.is_unit_reduction(), reshape=True))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -120,6 +118,11 @@ class ReduceOp(IRDLOperation):
     @property
     def reduced_axes(self) -> tuple[int, ...]:
         return _values(self.axes)
+
+    def is_unit_reduction(self) -> bool:
+        """Whether every reduced dim has extent 1 (the result is the input, reshaped)."""
+        shape = self.input.type.get_shape()
+        return all(shape[axis] == 1 for axis in self.reduced_axes)
 
     def verify_(self) -> None:
         shape = tensor_shape(self.input.type, "input")
@@ -360,7 +363,3 @@ class AveragePoolOp(PoolOp):
     name = "graph.average_pool"
     count_include_pad = opt_prop_def(UnitAttr)
 
-
-REDUCE_OPS: tuple[type[ReduceOp], ...] = (ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp)
-NORMALIZATION_OPS: tuple[type[IRDLOperation], ...] = (SoftmaxOp, LogSoftmaxOp, LayerNormOp)
-POOL_OPS: tuple[type[PoolOp], ...] = (MaxPoolOp, AveragePoolOp)

@@ -1,0 +1,54 @@
+"""The schedule registry: which function builds the kernel of each graph op type.
+
+A family module of ``tmlir/schedules`` declares the op types its kernel builder schedules
+with a decorator; a base class covers every op derived from it:
+
+    @schedules(graph.ReduceOp, graph.SoftmaxBaseOp, graph.LayerNormOp, graph.PoolOp)
+    def reduction_kernel(name: str, op: Operation) -> tm.KernelOp: ...
+
+`kernel_builder(op_type)` finds the builder of the op type or of its closest registered
+base class. The registry fills as the family modules are imported: ``templates.py``
+imports all of them, and ``templates.kernel_for`` is the one place that calls a builder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from xdsl.ir import Operation
+
+from tmlir.dialects import tm
+
+__all__ = ["KernelBuilder", "NoTemplate", "kernel_builder", "schedules"]
+
+#: Builds the kernel named `name` of one op (arguments: its operands, then its results);
+#: None when it writes no element. NoTemplate for an op it has no template for, ValueError
+#: for what its template cannot do.
+KernelBuilder = Callable[[str, Operation], "tm.KernelOp | None"]
+Builder = TypeVar("Builder", bound=Callable[..., "tm.KernelOp | None"])
+
+_BUILDERS: dict[type[Operation], KernelBuilder] = {}
+
+
+class NoTemplate(ValueError):
+    """The op has no schedule template (or not for these element types)."""
+
+
+def schedules(*op_types: type[Operation]) -> Callable[[Builder], Builder]:
+    """Register the decorated kernel builder for `op_types` (and the op types derived from
+    them). An op type has one builder: registering a second one is a bug."""
+    def register(builder: Builder) -> Builder:
+        for op_type in op_types:
+            assert op_type not in _BUILDERS, f"{op_type.__name__} already has a kernel builder"
+            _BUILDERS[op_type] = builder
+        return builder
+    return register
+
+
+def kernel_builder(op_type: type[Operation]) -> KernelBuilder | None:
+    """The builder registered for `op_type` or its closest base class; None if none is."""
+    for cls in op_type.__mro__:
+        if (builder := _BUILDERS.get(cls)) is not None:
+            return builder
+    return None
