@@ -5,6 +5,7 @@ filtered on ptxas statistics, timed on a GPU, and the winners kept as tuning rec
 module                 concern
 =====================  ==================================================================
 ``space.py``           tunable kernels, their signature and candidates (`TunableKernel`)
+``programs.py``        candidates as one CUDA C program, lowered by the compiler's pipeline
 ``model.py``           the tunable kernels of an ONNX model, deduplicated by signature
 ``compile.py``         parallel compilation (any ``concurrent.futures`` executor), ptxas
                        statistics, the filter (spills, local memory, occupancy)
@@ -25,7 +26,7 @@ from typing import Any
 
 _EXPORTS = {
     "Candidate": "space", "TunableKernel": "space", "matmul_candidates": "space",
-    "matmul_program": "space", "candidate_program": "space",
+    "matmul_program": "programs", "candidate_program": "programs",
     "compile_candidates": "compile", "filter_candidates": "compile", "kernel_stats": "compile",
     "ptxas_report": "compile", "Verdict": "compile",
     "occupancy": "occupancy", "SmLimits": "occupancy",

@@ -49,7 +49,8 @@ from tmlir.backends.ptx import (
     ptxas_stats,
 )
 from tmlir.tuning.occupancy import SM90, SmLimits, occupancy
-from tmlir.tuning.space import Candidate, TunableKernel, candidate_program
+from tmlir.tuning.programs import candidate_program
+from tmlir.tuning.space import Candidate, TunableKernel
 
 #: Candidates per translation unit: enough to share the compiler's start-up, few enough
 #: that every worker gets chunks (xDSL's passes slow down a little on larger modules).

@@ -23,7 +23,8 @@ import numpy as np
 
 from tmlir.backends.kernel_abi import KernelSignature
 from tmlir.tuning.compile import CHUNK, chunks
-from tmlir.tuning.space import Candidate, TunableKernel, candidate_program
+from tmlir.tuning.programs import candidate_program
+from tmlir.tuning.space import Candidate, TunableKernel
 
 #: Relative error (against the reference's largest magnitude) a correct candidate stays in.
 RTOL = 1e-4

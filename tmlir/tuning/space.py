@@ -13,19 +13,15 @@ signature, and a tuning record is looked up by it::
         pads=1x1x1x1, dilations=1x1, groups=1, bias=true; f32)
 
 A `Candidate` is one point of the space, numbered in the space's order; the one the
-compiler uses untuned is marked ``default``. `candidate_program` builds candidates as
-the kernels of one CUDA C program (a chunk compiles as one translation unit).
+compiler uses untuned is marked ``default``; ``programs.py`` builds candidates as the
+kernels of one CUDA C program.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import ModuleOp
-
-from tmlir.backends.cuda_c import CudaProgram, emit_cuda
 from tmlir.dialects import tm
 from tmlir.schedules.conv2d import Conv2dProblem, conv2d_implicit_gemm_kernel
 from tmlir.schedules.matmul_simt import (
@@ -123,22 +119,6 @@ class TunableKernel:
         return params.blocks(self.gemm), params.threads
 
 
-def candidate_program(kernel: TunableKernel, candidates: Sequence[Candidate]) -> CudaProgram:
-    """One CUDA C program with a kernel per candidate, named ``Candidate.kernel_name``,
-    lowered by the compiler's own pipeline."""
-    from tmlir.passes.lower_to_cuda import LowerToCuda
-    from tmlir.registry import make_context
-
-    module = ModuleOp([kernel.kernel(c.kernel_name, c.params) for c in candidates])
-    LowerToCuda().apply(make_context(), module)
-    return emit_cuda(module)
-
-
 def matmul_candidates(problem: MatmulProblem) -> list[Candidate]:
     """The valid candidates of a matmul `problem`; the default one is marked."""
     return TunableKernel("matmul_simt", problem).candidates()
-
-
-def matmul_program(problem: MatmulProblem, candidates: Sequence[Candidate]) -> CudaProgram:
-    """One CUDA C program with a kernel ``matmul_cNNN`` per candidate."""
-    return candidate_program(TunableKernel("matmul_simt", problem), candidates)
