@@ -94,19 +94,20 @@ def test_parse_normalizes_spacing_and_defaults():
 @pytest.mark.parametrize("text, message", [
     ("spatial(4) * repeat(2, 2)", "cannot compose mappings of different ranks"),
     ("spatial(0)", "spatial(0): every extent must be >= 1"),
-    ("tile(2)", "expected 'spatial(d, ...)' or 'repeat(d, ...)', got 'tile(2)'"),
-    ("spatial(a)", "expected an integer, got 'a' in 'spatial(a)'"),
+    ("tile(2)", "Expected one of 'repeat', 'spatial' in a task mapping"),
+    ("spatial(a)", "expected an integer extent, got 'a' in spatial(...)"),
     ("spatial()", "spatial() needs at least one dimension"),
     ("spatial(4, 8, ranks=[0, 0])", "ranks must be a permutation of [0, 1]"),
     ("spatial(4, 8, ranks=[1])", "ranks must be a permutation of [0, 1]"),
     ("repeat(4, ranks=[1])", "ranks must be a permutation of [0]"),
     ("repeat(2, 64, unroll=[true])", "unroll has 1 flags for 2 dimensions"),
     ("spatial(4, unroll=[true])", "spatial(4, unroll=[true]): unroll applies to repeat only"),
-    ("repeat(4, order=[0])", "unknown keyword 'order' in 'repeat(4, order=[0])'"),
-    ("repeat(4, unroll=[yes])", "unroll flags must be true or false, got 'yes'"),
+    ("repeat(4, order=[0])", "unknown keyword 'order' in repeat(...), expected ranks or unroll"),
+    ("repeat(4, unroll=[yes])", "Expected boolean literal (unroll flag)"),
     ("repeat(4, ranks=[0], ranks=[0])", "'ranks' given twice"),
-    ("repeat(4, ranks=0)", "'ranks' needs a list like [1, 0]"),
+    ("repeat(4, ranks=0)", "'[' expected"),
     ("repeat(4, ranks=[0], 2)", "extents must come before keywords"),
+    ("spatial(4) x", "unexpected text after the expression"),
 ])
 def test_parse_errors(text, message):
     with pytest.raises(MappingError) as info:
@@ -126,6 +127,8 @@ def test_mapping_attribute():
     attr = tm.TaskMappingAttr(spatial(4, 8, ranks=[1, 0]) * repeat(2, 2, unroll=[False, True]))
     assert attr.expr.data == "spatial(4, 8, ranks=[1, 0]) * repeat(2, 2, unroll=[false, true])"
     assert attr.mapping == spatial(4, 8, ranks=[1, 0]) * repeat(2, 2, unroll=[False, True])
+    assert attr.mapping is attr.mapping  # held, not re-parsed on each access
+    assert attr == tm.TaskMappingAttr(str(attr.mapping)) and hash(attr) == hash(tm.TaskMappingAttr(attr.mapping))
     with pytest.raises(VerifyException, match=r"invalid task mapping 'spatial\(4, unroll=\[true\]\)': "
                        r"spatial\(4, unroll=\[true\]\): unroll applies to repeat only"):
         tm.TaskMappingAttr("spatial(4, unroll=[true])")

@@ -31,10 +31,13 @@ is ``row_major(2, 2) * column_major(4, 8, pad=1)``.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from xdsl.parser import BaseParser
+
+from tmlir.mapping import parse_text
 
 LayoutKind = Literal["row_major", "column_major"]
 KINDS: tuple[LayoutKind, ...] = ("row_major", "column_major")
@@ -167,25 +170,29 @@ def make_layout_atom(kind: str, args: Sequence[int | tuple[str, int]]) -> Layout
     return LayoutAtom(kind, tuple(extents), pads[0] if pads else 0)  # type: ignore[arg-type]
 
 
-_ATOM = re.compile(r"\s*(\w+)\s*\(([^()]*)\)\s*")
-_PAD = re.compile(r"\s*pad\s*=\s*(-?\d+)\s*")
+def parse_layout_expr(parser: BaseParser) -> DataLayout:
+    """``row_major(8, 64, pad=1) * column_major(2, 2)`` with an xDSL parser's tokens (the
+    one grammar of the text form: ``#tm.layout<...>``, ``tm.alloc ... layout(...)`` and
+    `parse_layout`)."""
+
+    def argument() -> int | tuple[str, int]:
+        if parser.parse_optional_keyword("pad"):
+            parser.parse_punctuation("=")
+            return ("pad", parser.parse_integer(allow_boolean=False))
+        return parser.parse_integer(allow_boolean=False)
+
+    start, atoms = parser.pos, []
+    try:
+        while True:
+            kind = parser.parse_keyword_in(KINDS, " in a data layout")
+            args = parser.parse_comma_separated_list(BaseParser.Delimiter.PAREN, argument)
+            atoms.append(make_layout_atom(kind, args))
+            if parser.parse_optional_punctuation("*") is None:
+                return DataLayout(tuple(atoms))
+    except LayoutError as exc:
+        parser.raise_error(str(exc), start, parser.pos)
 
 
 def parse_layout(text: str) -> DataLayout:
     """Parse ``row_major(2, 2) * column_major(4, 8, pad=1)``; raises LayoutError."""
-    atoms = []
-    for part in text.split("*"):
-        match = _ATOM.fullmatch(part)
-        if match is None or match.group(1) not in KINDS:
-            raise LayoutError(
-                f"expected 'row_major(d, ...)' or 'column_major(d, ...)', got '{part.strip()}'"
-            )
-        args: list[int | tuple[str, int]] = []
-        for arg in match.group(2).split(",") if match.group(2).strip() else ():
-            pad = _PAD.fullmatch(arg)
-            try:
-                args.append(("pad", int(pad.group(1))) if pad else int(arg))
-            except ValueError:
-                raise LayoutError(f"extents must be integers in '{part.strip()}'") from None
-        atoms.append(make_layout_atom(match.group(1), args))
-    return DataLayout(tuple(atoms))
+    return parse_text(text, parse_layout_expr, LayoutError)

@@ -31,11 +31,16 @@ from __future__ import annotations
 
 import functools
 import math
-import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import product
-from typing import Literal
+from typing import Literal, TypeVar
+
+from xdsl.context import Context
+from xdsl.parser import BaseParser, Parser
+from xdsl.utils.exceptions import ParseError
+
+T = TypeVar("T")
 
 AtomKind = Literal["spatial", "repeat"]
 KEYWORDS = ("ranks", "unroll")
@@ -209,77 +214,83 @@ def _split_worker(worker: int, counts: list[int]) -> list[int]:
 
 
 # ---- text form --------------------------------------------------------------------------
-_ATOM = re.compile(r"\s*([A-Za-z_]\w*)\s*\((.*)\)\s*", re.DOTALL)
+def parse_mapping_expr(parser: BaseParser) -> TaskMapping:
+    """``spatial(4, 8, ranks=[1, 0]) * repeat(2, 2, unroll=[true, false])`` with an xDSL
+    parser's tokens (the one grammar of the text form: ``#tm.map<...>``, ``tm.for_task ...
+    in <mapping>`` and `parse_mapping`); a malformed atom is a parse error at that atom."""
+    start = parser.pos
+    atoms = [_parse_mapping_atom(parser)]
+    while parser.parse_optional_punctuation("*") is not None:
+        atoms.append(_parse_mapping_atom(parser))
+    try:
+        return TaskMapping(tuple(atoms))
+    except MappingError as exc:
+        parser.raise_error(str(exc), start, parser.pos)
+
+
+def _parse_mapping_atom(parser: BaseParser) -> MappingAtom:
+    """``spatial(4, 8, ranks=[1, 0])`` or ``repeat(2, 2, ranks=[..], unroll=[true, false])``."""
+    start = parser.pos
+    kind = parser.parse_keyword_in(("spatial", "repeat"), " in a task mapping")
+    shape: list[int] = []
+    keywords: dict[str, list] = {}
+
+    def parse_argument() -> None:
+        key_start = parser.pos
+        if (key := parser.parse_optional_identifier()) is None:
+            if keywords:
+                parser.raise_error("extents must come before keywords in a task mapping")
+            shape.append(parser.parse_integer(allow_boolean=False))
+            return
+        if key not in KEYWORDS:
+            if parser.parse_optional_punctuation("=") is None:
+                parser.raise_error(f"expected an integer extent, got '{key}' in {kind}(...)",
+                                   key_start, parser.pos)
+            parser.raise_error(f"unknown keyword '{key}' in {kind}(...), expected "
+                               f"{' or '.join(KEYWORDS)}", key_start, parser.pos)
+        if key in keywords:
+            parser.raise_error(f"'{key}' given twice in {kind}(...)", key_start, parser.pos)
+        parser.parse_punctuation("=")
+        element = (
+            (lambda: parser.parse_integer(allow_boolean=False)) if key == "ranks"
+            else (lambda: parser.parse_boolean(" (unroll flag)"))
+        )
+        keywords[key] = parser.parse_comma_separated_list(BaseParser.Delimiter.SQUARE, element)
+
+    parser.parse_comma_separated_list(BaseParser.Delimiter.PAREN, parse_argument)
+    try:
+        return make_atom(kind, shape, keywords.get("ranks"), keywords.get("unroll"))
+    except MappingError as exc:
+        parser.raise_error(str(exc), start, parser.pos)
 
 
 @functools.lru_cache(maxsize=1024)
 def parse_mapping(text: str) -> TaskMapping:
     """Parse ``spatial(4, 8, ranks=[1, 0]) * repeat(2, 2, unroll=[true, false])``.
 
-    Raises MappingError naming the offending part.
+    Raises MappingError with the parser's one-line message.
     """
-    return TaskMapping(tuple(_parse_atom(part) for part in text.split("*")))
+    return parse_text(text, parse_mapping_expr, MappingError)
 
 
-def _parse_atom(part: str) -> MappingAtom:
-    where = f"'{part.strip()}'"
-    match = _ATOM.fullmatch(part)
-    if match is None or match.group(1) not in ("spatial", "repeat"):
-        raise MappingError(f"expected 'spatial(d, ...)' or 'repeat(d, ...)', got {where}")
-    shape: list[int] = []
-    keywords: dict[str, list[str]] = {}
-    for arg in _split_args(match.group(2)):
-        key, eq, value = (x.strip() for x in arg.partition("="))
-        if not eq:
-            if keywords:
-                raise MappingError(f"extents must come before keywords in {where}")
-            shape.append(_int(arg, where))
-        elif key not in KEYWORDS:
-            raise MappingError(
-                f"unknown keyword '{key}' in {where}, expected {' or '.join(KEYWORDS)}"
-            )
-        elif key in keywords:
-            raise MappingError(f"'{key}' given twice in {where}")
-        elif not (value.startswith("[") and value.endswith("]")):
-            raise MappingError(f"'{key}' needs a list like [1, 0] in {where}")
-        else:
-            keywords[key] = [v.strip() for v in value[1:-1].split(",") if v.strip()]
-    ranks = [_int(v, where) for v in keywords["ranks"]] if "ranks" in keywords else None
-    unroll = [_bool(v, where) for v in keywords["unroll"]] if "unroll" in keywords else None
-    return make_atom(match.group(1), shape, ranks, unroll)
-
-
-def _split_args(body: str) -> list[str]:
-    """The comma-separated arguments of an atom (commas inside [...] do not split)."""
-    args, depth, start = [], 0, 0
-    for i, ch in enumerate(body):
-        depth += {"[": 1, "]": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            args.append(body[start:i].strip())
-            start = i + 1
-    args.append(body[start:].strip())
-    return [] if args == [""] else args
+def parse_text(text: str, grammar: Callable[[BaseParser], T], error: type[ValueError]) -> T:
+    """`grammar` applied to the whole of `text`; a parse error is raised as `error`."""
+    parser = Parser(Context(), text)
+    try:
+        result = grammar(parser)
+        if parser.pos < len(text.rstrip()):
+            parser.raise_error("unexpected text after the expression")
+    except ParseError as exc:
+        raise error(exc.msg) from None
+    return result
 
 
 def make_atom(
     kind: str, shape: Sequence[int], ranks: Sequence[int] | None = None,
     unroll: Sequence[bool] | None = None,
 ) -> MappingAtom:
-    """An atom from parsed parts (the text parser here and the IR parser in tm.py)."""
+    """An atom from parsed parts."""
     return MappingAtom(kind, tuple(shape), _tuple(ranks), _tuple(unroll))  # type: ignore[arg-type]
-
-
-def _int(text: str, where: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise MappingError(f"expected an integer, got '{text}' in {where}") from None
-
-
-def _bool(text: str, where: str) -> bool:
-    if text not in ("true", "false"):
-        raise MappingError(f"unroll flags must be true or false, got '{text}' in {where}")
-    return text == "true"
 
 
 # ---- building mappings ------------------------------------------------------------------

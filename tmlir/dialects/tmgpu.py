@@ -20,9 +20,10 @@ device buffers and the ordered launches with their grid and block sizes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import IndexType, IntAttr, MemRefType, StringAttr, SymbolRefAttr
-from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -41,12 +42,14 @@ from tmlir.gpu_limits import (
     MAX_THREADS_PER_BLOCK,
 )
 from tmlir.ir.kernel_ops import (
+    InsideKernel,
     ShuffleOpBase,
     ViewOpBase,
     enclosing,
     memref_shape,
     verify_launch,
 )
+from tmlir.ir.ranges import HasUpperBound
 from tmlir.ir.syntax import (
     parse_int_in_parens,
     parse_kernel_header,
@@ -101,12 +104,24 @@ class KernelOp(IRDLOperation):
         )
 
 
+@dataclass(frozen=True)
+class ThreadIdBound(HasUpperBound):
+    """``threadIdx.x`` is below the kernel's block (1-D blocks: ``.y``/``.z`` are 0). A
+    block id has no known bound (the grid is the launch's)."""
+
+    def upper_bound(self, op: Operation) -> int | None:
+        kernel = enclosing(op, KernelOp)
+        if not isinstance(op, SpecialIdOp) or kernel is None:
+            return None
+        return kernel.block.data if op.dim.data == "x" else 1
+
+
 class SpecialIdOp(IRDLOperation):
     """A CUDA built-in id along one dimension."""
 
     dim = prop_def(StringAttr)
     result = result_def(IndexType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), InsideKernel(KernelOp))
 
     def __init__(self, dim: str = "x") -> None:
         super().__init__(properties={"dim": StringAttr(dim)}, result_types=[IndexType()])
@@ -114,8 +129,6 @@ class SpecialIdOp(IRDLOperation):
     def verify_(self) -> None:
         if self.dim.data not in DIMS:
             raise VerifyException(f"dimension must be one of x, y, z, got '{self.dim.data}'")
-        if enclosing(self, KernelOp) is None:
-            raise VerifyException(f"'{self.name}' must be inside a tmgpu.kernel")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.dim.data}")
@@ -135,6 +148,7 @@ class ThreadIdOp(SpecialIdOp):
     """``threadIdx.<dim>``"""
 
     name = "tmgpu.thread_id"
+    traits = traits_def(Pure(), InsideKernel(KernelOp), ThreadIdBound())
 
 
 @irdl_op_definition
@@ -146,6 +160,7 @@ class BlockIdOp(SpecialIdOp):
 
 class KernelAllocOp(IRDLOperation):
     result = result_def(MemRefType)
+    traits = traits_def(InsideKernel(KernelOp))
     assembly_format = "attr-dict `:` type($result)"
 
     def __init__(self, type: MemRefType) -> None:
@@ -153,8 +168,6 @@ class KernelAllocOp(IRDLOperation):
 
     def verify_(self) -> None:
         memref_shape(self.result.type, "buffer")
-        if enclosing(self, KernelOp) is None:
-            raise VerifyException(f"'{self.name}' must be inside a tmgpu.kernel")
 
 
 @irdl_op_definition
@@ -176,11 +189,8 @@ class BarrierOp(IRDLOperation):
     """``__syncthreads()``"""
 
     name = "tmgpu.barrier"
+    traits = traits_def(InsideKernel(KernelOp))
     assembly_format = "attr-dict"
-
-    def verify_(self) -> None:
-        if enclosing(self, KernelOp) is None:
-            raise VerifyException("'tmgpu.barrier' must be inside a tmgpu.kernel")
 
 
 @irdl_op_definition
@@ -189,10 +199,7 @@ class ShuffleOp(ShuffleOpBase):
     ShuffleOpBase); every lane of the warp must reach it."""
 
     name = "tmgpu.shuffle"
-
-    @classmethod
-    def kernel_type(cls) -> type[KernelOp]:
-        return KernelOp
+    traits = traits_def(InsideKernel(KernelOp))
 
 
 @irdl_op_definition

@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 
+from xdsl.builder import Builder
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     Float32Type,
@@ -23,7 +25,8 @@ from xdsl.dialects.builtin import (
     UnitAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.rewriter import InsertPoint
 
 from tmlir.dialects import tm
 from tmlir.mapping import TaskMapping
@@ -31,11 +34,13 @@ from tmlir.mapping import TaskMapping
 Index = SSAValue | int
 
 
-class IRBuilder:
-    """Inserts ops at an insertion point; nested regions push a new point (`with`)."""
+@dataclass(eq=False)
+class IRBuilder(Builder):
+    """xDSL's `Builder` with folded index arithmetic and structured-op helpers.
 
-    def __init__(self, point: InsertPoint) -> None:
-        self._points = [point]
+    Ops go to ``insertion_point`` (Builder's); ``with b.at(block)`` moves it to the end of
+    `block` for the `with` body and restores it after, so nested regions read like the IR.
+    """
 
     @classmethod
     def at_end(cls, block: Block) -> IRBuilder:
@@ -45,24 +50,41 @@ class IRBuilder:
     def before(cls, op: Operation) -> IRBuilder:
         return cls(InsertPoint.before(op))
 
-    def insert(self, op: Operation, name: str | None = None) -> Operation:
-        Rewriter.insert_op(op, self._points[-1])
+    def insert(self, op: Operation, name: str | InsertPoint | None = None) -> Operation:  # type: ignore[override]
+        """Insert `op` at the insertion point; `name` becomes its first result's name hint.
+
+        (An `InsertPoint` in place of `name` inserts there, as `Builder.insert` does.)
+        """
+        if isinstance(name, InsertPoint):
+            return super().insert(op, name)
+        super().insert(op)
         if name is not None and op.results:
             op.results[0].name_hint = name
         return op
 
+    @classmethod
+    def from_rewriter(cls, rewriter: PatternRewriter) -> IRBuilder:
+        """A builder at `rewriter`'s insertion point (before the matched op) that reports
+        each op it inserts to the rewriter's listeners, so a `PatternRewriteWalker` sees
+        the new ops as if the rewriter had inserted them."""
+        b = cls(rewriter.insertion_point)
+        b.extend_from_listener(rewriter)
+        return b
+
     @property
     def block(self) -> Block:
         """The block ops are inserted into."""
-        return self._points[-1].block
+        return self.insertion_point.block
 
     @contextmanager
     def at(self, block: Block) -> Iterator[None]:
-        self._points.append(InsertPoint.at_end(block))
+        """Insert at the end of `block` inside the `with`; the previous point after it."""
+        saved = self.insertion_point
+        self.insertion_point = InsertPoint.at_end(block)
         try:
             yield
         finally:
-            self._points.pop()
+            self.insertion_point = saved
 
     # ---- index arithmetic -------------------------------------------------------------
     def value(self, x: Index, name: str | None = None) -> SSAValue:

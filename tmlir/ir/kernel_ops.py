@@ -20,7 +20,7 @@ from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.irdl import AnyAttr, IRDLOperation, operand_def, prop_def, result_def, traits_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import Pure, SymbolTable
+from xdsl.traits import HasAncestor, Pure, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from tmlir.gpu_limits import WARP_SIZE
@@ -44,6 +44,15 @@ def enclosing(op: Operation, kind: type[Operation]) -> Operation | None:
     while parent is not None and not isinstance(parent, kind):
         parent = parent.parent_op()
     return parent
+
+
+class InsideKernel(HasAncestor):
+    """`HasAncestor` for ops that run on the device: the op must sit (at any depth) inside
+    a kernel of its dialect, else "'tm.barrier' must be inside a tm.kernel"."""
+
+    def verify(self, op: Operation) -> None:
+        if self.get_ancestor(op) is None:
+            raise VerifyException(f"'{op.name}' must be inside a {self.op_types[0].name}")
 
 
 def single_block_region(region: Region) -> None:
@@ -78,7 +87,8 @@ class ShuffleOpBase(IRDLOperation):
     lane ``offset`` of the segment. A source outside the segment gives the lane its own
     value. As CUDA's ``__shfl_*_sync(0xffffffff, ...)``: every lane of the warp must
     execute the same shuffle (it synchronizes the warp), so a shuffle must not sit under
-    a condition that differs between the lanes of a warp.
+    a condition that differs between the lanes of a warp. Each dialect's shuffle has the
+    trait `InsideKernel` of its kernel op.
     """
 
     mode = prop_def(StringAttr)
@@ -86,11 +96,6 @@ class ShuffleOpBase(IRDLOperation):
     width = prop_def(IntAttr)
     value = operand_def(AnyAttr())
     result = result_def(AnyAttr())
-
-    @classmethod
-    def kernel_type(cls) -> type[Operation]:
-        """The kernel op of this op's dialect (a shuffle must be inside one)."""
-        raise NotImplementedError
 
     def __init__(self, value: SSAValue, mode: str, offset: int, width: int = WARP_SIZE) -> None:
         super().__init__(
@@ -114,9 +119,6 @@ class ShuffleOpBase(IRDLOperation):
             raise VerifyException(f"can only shuffle f32, i32, i64 or index values, got {self.value.type}")
         if self.result.type != self.value.type:
             raise VerifyException("result type must be the shuffled value's type")
-        kernel = self.kernel_type()
-        if enclosing(self, kernel) is None:
-            raise VerifyException(f"'{self.name}' must be inside a {kernel.name}")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.mode.data} ")

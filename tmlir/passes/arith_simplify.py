@@ -9,8 +9,8 @@ the CUDA C then shows ``1 < 1`` and ``0 % 2``. This pass, run after ``canonicali
   ``false``), keeping results that fit the 32-bit ``int`` the C code computes in;
 * folds with value ranges: ``x % c`` → ``x`` and ``x / c`` → ``0`` when ``x < c``, and
   ``x < c`` → ``true`` (``x >= c`` → ``false``) when that holds for every value of
-  ``x`` -- ranges come from constants, ``tmgpu.thread_id x`` (below the kernel's
-  block), ``scf.for`` induction variables with constant bounds and
+  ``x`` -- ranges (tmlir.ir.ranges) come from constants, ``tmgpu.thread_id x``
+  (below the kernel's block), ``scf.for`` induction variables with constant bounds and
   ``+ * / %`` of such values, all non-negative;
 * ``andi``/``ori`` with a constant operand and ``select`` on a constant condition;
 * merges identical ``arith.remui`` ops where the first dominates the second (what
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -40,9 +40,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from tmlir.dialects import tmgpu
-from tmlir.ir.kernel_ops import (
-    enclosing,
-)
+from tmlir.ir.ranges import constant, upper_bound
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 """Index arithmetic is emitted as C ``int``; folds that leave this range are not done."""
@@ -89,47 +87,6 @@ COMPARE: dict[str, Callable[[int, int], bool]] = {
     "slt": operator.lt, "sle": operator.le, "sgt": operator.gt, "sge": operator.ge,
     "ult": operator.lt, "ule": operator.le, "ugt": operator.gt, "uge": operator.ge,
 }
-
-
-def constant(value: SSAValue) -> int | None:
-    """The value of an integer ``arith.constant``, else None."""
-    op = value.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-        return op.value.value.data
-    return None
-
-
-def upper_bound(value: SSAValue, depth: int = 0) -> int | None:
-    """An exclusive upper bound of a value known to be non-negative, else None."""
-    if depth > 16:
-        return None
-    op = value.owner
-    if (c := constant(value)) is not None:
-        return c + 1 if c >= 0 else None
-    if isinstance(op, tmgpu.ThreadIdOp):
-        kernel = enclosing(op, tmgpu.KernelOp)
-        if kernel is None:
-            return None
-        return kernel.block.data if op.dim.data == "x" else 1
-    if isinstance(op, Block) and isinstance(for_op := op.parent_op(), scf.ForOp):
-        if value is op.args[0] and (lower := constant(for_op.lb)) is not None and lower >= 0:
-            return constant(for_op.ub)
-        return None
-    if not isinstance(op, arith.AddiOp | arith.MuliOp | arith.DivUIOp | arith.RemUIOp):
-        return None
-    lhs, rhs = upper_bound(op.lhs, depth + 1), upper_bound(op.rhs, depth + 1)
-    divisor = constant(op.rhs)
-    if isinstance(op, arith.RemUIOp):
-        if divisor is None or divisor < 1:
-            return None
-        return divisor if lhs is None else min(divisor, lhs)
-    if lhs is None or rhs is None:
-        return None
-    if isinstance(op, arith.AddiOp):
-        return lhs + rhs - 1
-    if isinstance(op, arith.MuliOp):
-        return (lhs - 1) * (rhs - 1) + 1
-    return None if divisor is None or divisor < 1 else -(-lhs // divisor)
 
 
 def _fits(value: int, type_) -> bool:

@@ -2,19 +2,24 @@
 
 In: tm IR whose task mappings are lowered (``tm-lower-mappings``). Out:
 ``tmgpu.kernel``s with ``tmgpu.thread_id``/``block_id``, ``__shared__`` and per-thread
-arrays, barriers and warp shuffles (``tm.shuffle`` → ``tmgpu.shuffle``, one to one); ``tm.load``/``tm.store`` become ``memref.load``/``memref.store``,
-wrapped in ``scf.if`` bound checks for their guarded dimensions (a guarded load yields
-0 when out of range); host ``tm.launch`` becomes ``tmgpu.launch`` with the kernel's grid
-and block sizes, and a host ``tm.view`` (a buffer seen with another shape) becomes
+arrays, barriers and warp shuffles (``tm.shuffle`` → ``tmgpu.shuffle``, one to one);
+``tm.load``/``tm.store`` become ``memref.load``/``memref.store``, wrapped in ``scf.if``
+bound checks for their guarded dimensions (a guarded load yields 0 when out of range);
+host ``tm.launch`` becomes ``tmgpu.launch`` with the kernel's grid and block sizes, and a
+host ``tm.view`` (a buffer seen with another shape) becomes
 ``tmgpu.view``. A shared or register buffer with a data layout becomes 1-D storage of
 ``layout.size`` elements, and each access to it indexes ``layout.offset(indices)``,
 computed with ``arith`` ops (guards still check the logical indices against the logical
 shape).
+
+One rewrite pattern per op kind, applied by a `PatternRewriteWalker` (outer ops first, so
+an alloc is converted, and its layout recorded, before the accesses to it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -29,6 +34,13 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 from xdsl.utils.exceptions import PassFailedException
 
 from tmlir.dialects import tm, tmgpu
@@ -80,52 +92,115 @@ def _logical_shape(layouts: Layouts, buffer: SSAValue) -> Sequence[int]:
     return layout.shape if layout is not None else buffer.type.get_shape()
 
 
-def _convert_load(op: tm.LoadOp, layouts: Layouts) -> list[SSAValue]:
-    b = IRBuilder.before(op)
-    condition = _in_bounds(b, op, _logical_shape(layouts, op.memref), op.indices)
-    if condition is None:
-        indices = _storage_indices(b, layouts, op.memref, op.indices)
-        return b.insert(memref.LoadOp.get(op.memref, indices)).results
-    then, other = Block(), Block()
-    with b.at(then):
-        indices = _storage_indices(b, layouts, op.memref, op.indices)
-        v = b.insert(memref.LoadOp.get(op.memref, indices)).results[0]
-        b.insert(scf.YieldOp(v))
-    with b.at(other):
-        elem = op.result.type
-        zero = IntegerAttr(0, elem) if isinstance(elem, IndexType | IntegerType) \
-            else FloatAttr(0.0, elem)
-        b.insert(scf.YieldOp(b.insert(arith.ConstantOp(zero)).results[0]))
-    return b.insert(scf.IfOp(condition, [op.result.type], [then], [other])).results
+class ConvertLoad(RewritePattern):
+    """``tm.load`` → ``memref.load``, in an ``scf.if`` yielding 0 out of bounds if guarded."""
+
+    def __init__(self, layouts: Layouts) -> None:
+        self.layouts = layouts
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tm.LoadOp, rewriter: PatternRewriter) -> None:
+        b, layouts = IRBuilder.from_rewriter(rewriter), self.layouts
+        condition = _in_bounds(b, op, _logical_shape(layouts, op.memref), op.indices)
+        if condition is None:
+            indices = _storage_indices(b, layouts, op.memref, op.indices)
+            loaded = b.insert(memref.LoadOp.get(op.memref, indices)).results[0]
+        else:
+            then, other = Block(), Block()
+            with b.at(then):
+                indices = _storage_indices(b, layouts, op.memref, op.indices)
+                v = b.insert(memref.LoadOp.get(op.memref, indices)).results[0]
+                b.insert(scf.YieldOp(v))
+            with b.at(other):
+                elem = op.result.type
+                zero = IntegerAttr(0, elem) if isinstance(elem, IndexType | IntegerType) \
+                    else FloatAttr(0.0, elem)
+                b.insert(scf.YieldOp(b.insert(arith.ConstantOp(zero)).results[0]))
+            loaded = b.insert(scf.IfOp(condition, [op.result.type], [then], [other])).results[0]
+        rewriter.replace(op, [], [loaded])  # `loaded` takes the load's name
 
 
-def _convert_store(op: tm.StoreOp, layouts: Layouts) -> None:
-    b = IRBuilder.before(op)
-    condition = _in_bounds(b, op, _logical_shape(layouts, op.memref), op.indices)
-    if condition is None:
-        indices = _storage_indices(b, layouts, op.memref, op.indices)
-        b.insert(memref.StoreOp.get(op.value, op.memref, indices))
-        return
-    with b.if_(condition):
-        indices = _storage_indices(b, layouts, op.memref, op.indices)
-        b.insert(memref.StoreOp.get(op.value, op.memref, indices))
+class ConvertStore(RewritePattern):
+    """``tm.store`` → ``memref.store``, inside an ``scf.if`` bound check if guarded."""
+
+    def __init__(self, layouts: Layouts) -> None:
+        self.layouts = layouts
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tm.StoreOp, rewriter: PatternRewriter) -> None:
+        b, layouts = IRBuilder.from_rewriter(rewriter), self.layouts
+        condition = _in_bounds(b, op, _logical_shape(layouts, op.memref), op.indices)
+        with ExitStack() as scope:
+            if condition is not None:
+                scope.enter_context(b.if_(condition))
+            indices = _storage_indices(b, layouts, op.memref, op.indices)
+            b.insert(memref.StoreOp.get(op.value, op.memref, indices))
+        rewriter.erase(op)
 
 
-def _replace(op: Operation, new: Operation) -> None:
-    IRBuilder.before(op).insert(new)
-    for old_result, new_result in zip(op.results, new.results):
-        new_result.name_hint = old_result.name_hint
-        old_result.replace_all_uses_with(new_result)
-    op.detach()
-    op.erase()
+class ConvertAlloc(RewritePattern):
+    """``tm.alloc`` → the tmgpu alloc of its scope; a laid-out buffer becomes 1-D storage
+    of ``layout.size`` elements, recorded in `layouts` for the accesses that follow."""
+
+    def __init__(self, layouts: Layouts) -> None:
+        self.layouts = layouts
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tm.AllocOp, rewriter: PatternRewriter) -> None:
+        new_type = {"global": tmgpu.AllocOp, "shared": tmgpu.SharedAllocOp,
+                    "register": tmgpu.LocalAllocOp}[op.scope.data]
+        layout = op.data_layout
+        if layout is None:
+            rewriter.replace(op, new_type(op.result.type))
+            return
+        new = new_type(MemRefType(op.result.type.element_type, [layout.size]))
+        rewriter.replace(op, new)
+        self.layouts[new.result] = layout
 
 
-def _move_kernel(kernel: tm.KernelOp) -> tmgpu.KernelOp:
-    new = tmgpu.KernelOp(kernel.sym_name.data, [], kernel.block.data, dict(kernel.attributes))
-    new.body.detach_block(0).erase()
-    new.body.add_block(kernel.body.detach_block(0))
-    _replace(kernel, new)
-    return new
+class ConvertKernel(RewritePattern):
+    """``tm.kernel`` → ``tmgpu.kernel`` (the grid moves to the launches), body moved."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tm.KernelOp, rewriter: PatternRewriter) -> None:
+        new = tmgpu.KernelOp(op.sym_name.data, [], op.block.data, dict(op.attributes))
+        new.body.detach_block(0).erase()
+        new.body.add_block(op.body.detach_block(0))
+        rewriter.replace(op, new)
+
+
+class ConvertLaunch(RewritePattern):
+    """``tm.launch @k`` → ``tmgpu.launch @k`` with the kernel's grid and block sizes."""
+
+    def __init__(self, sizes: dict[str, tuple[int, int]]) -> None:
+        self.sizes = sizes
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tm.LaunchOp, rewriter: PatternRewriter) -> None:
+        name = op.kernel.string_value()
+        rewriter.replace(op, tmgpu.LaunchOp(name, op.args, *self.sizes[name]))
+
+
+class ConvertOneToOne(RewritePattern):
+    """The ops with a direct tmgpu counterpart: worker ids, barrier, shuffle, weight, view."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        match op:
+            case tm.BlockIdOp():
+                new = tmgpu.BlockIdOp("x")
+            case tm.ThreadIdOp():
+                new = tmgpu.ThreadIdOp("x")
+            case tm.BarrierOp():
+                new = tmgpu.BarrierOp()
+            case tm.ShuffleOp():
+                new = tmgpu.ShuffleOp(op.value, op.mode.data, op.offset.data, op.width.data)
+            case tm.WeightOp():
+                new = tmgpu.WeightOp(op.weight_name.data, op.result.type)
+            case tm.ViewOp():
+                new = tmgpu.ViewOp(op.source, op.result.type)
+            case _:
+                return
+        rewriter.replace(op, new)
 
 
 @dataclass(frozen=True)
@@ -143,47 +218,10 @@ class ConvertTmToGpu(ModulePass):
         sizes = {k.sym_name.data: (k.grid.data, k.block.data)
                  for k in op.walk() if isinstance(k, tm.KernelOp)}
         layouts: Layouts = {}
-        for inner in list(op.walk()):
-            match inner:
-                case tm.KernelOp():
-                    _move_kernel(inner)
-                case tm.BlockIdOp():
-                    _replace(inner, tmgpu.BlockIdOp("x"))
-                case tm.ThreadIdOp():
-                    _replace(inner, tmgpu.ThreadIdOp("x"))
-                case tm.AllocOp():
-                    scope = inner.scope.data
-                    new_type = {"global": tmgpu.AllocOp, "shared": tmgpu.SharedAllocOp,
-                                "register": tmgpu.LocalAllocOp}[scope]
-                    layout = inner.data_layout
-                    if layout is None:
-                        _replace(inner, new_type(inner.result.type))
-                        continue
-                    storage = MemRefType(inner.result.type.element_type, [layout.size])
-                    new = new_type(storage)
-                    _replace(inner, new)
-                    layouts[new.result] = layout
-                case tm.BarrierOp():
-                    _replace(inner, tmgpu.BarrierOp())
-                case tm.ShuffleOp():
-                    _replace(inner, tmgpu.ShuffleOp(inner.value, inner.mode.data,
-                                                    inner.offset.data, inner.width.data))
-                case tm.LoadOp():
-                    results = _convert_load(inner, layouts)
-                    results[0].name_hint = inner.result.name_hint
-                    inner.result.replace_all_uses_with(results[0])
-                    inner.detach()
-                    inner.erase()
-                case tm.StoreOp():
-                    _convert_store(inner, layouts)
-                    inner.detach()
-                    inner.erase()
-                case tm.WeightOp():
-                    _replace(inner, tmgpu.WeightOp(inner.weight_name.data, inner.result.type))
-                case tm.ViewOp():
-                    _replace(inner, tmgpu.ViewOp(inner.source, inner.result.type))
-                case tm.LaunchOp():
-                    name = inner.kernel.string_value()
-                    _replace(inner, tmgpu.LaunchOp(name, inner.args, *sizes[name]))
-                case _:
-                    pass
+        patterns: list[RewritePattern] = [
+            ConvertKernel(), ConvertAlloc(layouts), ConvertLoad(layouts), ConvertStore(layouts),
+            ConvertLaunch(sizes), ConvertOneToOne(),
+        ]
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(patterns, dce_enabled=False)
+        ).rewrite_module(op)

@@ -3,7 +3,8 @@
 ``graph-canonicalize`` → ``graph-fold-batchnorm`` → ``graph-partition`` →
 ``convert-graph-to-tm`` → ``tm-lower-mappings`` → ``convert-tm-to-gpu`` → ``canonicalize``
 → ``arith-simplify`` → ``canonicalize`` → ``cse``. ``tm-opt model.onnx -p lower-to-cuda -t
-cuda`` prints the CUDA C of a model; ``-p 'lower-to-cuda{fusion=false}'`` leaves out
+cuda`` prints the CUDA C of a model (``--print-between-passes`` shows the IR after each
+inner pass); ``-p 'lower-to-cuda{fusion=false}'`` leaves out
 ``graph-partition``, so every graph op gets a kernel of its own (the unfused baseline).
 """
 
@@ -11,12 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.transforms.canonicalize import CanonicalizePass
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 
+from tmlir.ir.pipeline import PipelinePass
 from tmlir.passes.arith_simplify import ArithSimplify
 from tmlir.passes.convert_graph_to_tm import ConvertGraphToTm
 from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu
@@ -49,13 +49,14 @@ PIPELINE: tuple[ModulePass, ...] = pipeline()
 
 
 @dataclass(frozen=True)
-class LowerToCuda(ModulePass):
-    """Run the default pipeline: graph ops in, tmgpu kernels and launches out.
+class LowerToCuda(PipelinePass):
+    """The default pipeline: graph ops in, tmgpu kernels and launches out.
 
     ``fusion`` (default true): group ops into fusion groups (``graph-partition``), one
     kernel per group; false gives one kernel per graph op. ``target-device``,
     ``target-arch`` and ``tuning-records`` are ``convert-graph-to-tm``'s: with a target
     device, tunable kernels take the parameters of its tuning records (``tm-tune``).
+    ``tm-opt`` runs the inner passes as passes of its own pipeline (see tmlir.ir.pipeline).
     """
 
     name = "lower-to-cuda"
@@ -65,8 +66,6 @@ class LowerToCuda(ModulePass):
     target_arch: str = "sm_90"
     tuning_records: str = ""
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def passes(self) -> tuple[ModulePass, ...]:
         convert = ConvertGraphToTm(self.target_device, self.target_arch, self.tuning_records)
-        for p in pipeline(self.fusion, convert):
-            p.apply(ctx, op)
-        op.verify()
+        return pipeline(self.fusion, convert)

@@ -19,6 +19,7 @@ from typing import IO, NoReturn
 from unittest import mock
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
 from xdsl.utils.exceptions import (
     DiagnosticException,
     ParseError,
@@ -26,6 +27,7 @@ from xdsl.utils.exceptions import (
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tmlir.context import TmContext
+from tmlir.ir.pipeline import expand_pipeline
 from tmlir.registry import project_dialects, project_passes, project_targets
 
 
@@ -44,6 +46,12 @@ class TmOptMain(xDSLOptMain):
         super().register_all_passes()
         for name, loader in project_passes().items():
             self.register_pass(name, loader)
+
+    def setup_pipeline(self) -> None:
+        """xDSL's pipeline with each pipeline pass (``lower-to-cuda``) replaced by its inner
+        passes, so ``--print-between-passes`` and ``--time-passes`` see every one."""
+        super().setup_pipeline()
+        self.pipeline = PassPipeline(expand_pipeline(self.pipeline.passes), self.pipeline.callback)
 
     def register_all_targets(self) -> None:
         super().register_all_targets()

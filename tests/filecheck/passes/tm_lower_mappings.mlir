@@ -238,14 +238,14 @@ tm.kernel @more_blocks_than_workers(%x: memref<32xf32>) grid(5) block(8) {
 
 // -----
 
-// A worker id of unknown range is always guarded.
+// A computed worker id that may exceed the mapping's workers is guarded (2 * tid < 63).
 // CHECK-LABEL: tm.kernel @unknown_worker_range
 // CHECK:         %w = arith.addi %tid, %tid : index
 // CHECK-NEXT:    %[[N:[0-9]+]] = arith.constant 32 : index
 // CHECK-NEXT:    %[[IN:[0-9]+]] = arith.cmpi ult, %w, %[[N]] : index
 // CHECK-NEXT:    scf.if %[[IN]] {
 // CHECK-NEXT:      %v = tm.load %x[%w] : memref<32xf32>
-tm.kernel @unknown_worker_range(%x: memref<32xf32>) grid(1) block(16) {
+tm.kernel @unknown_worker_range(%x: memref<32xf32>) grid(1) block(32) {
   %tid = tm.thread_id
   %w = arith.addi %tid, %tid : index
   tm.for_task (%i) in spatial(32) on %w {

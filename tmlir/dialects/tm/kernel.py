@@ -1,18 +1,18 @@
 """Kernels and what runs inside them: ``tm.kernel``, the worker ids, ``tm.for_task``,
-``tm.barrier`` and ``tm.shuffle``; `worker_bound`, the range of a worker id."""
+``tm.barrier`` and ``tm.shuffle``. The worker ids carry their range (the `HasUpperBound`
+trait of tmlir.ir.ranges)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     IndexType,
     IntAttr,
-    IntegerAttr,
     StringAttr,
 )
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -27,25 +27,24 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
-from tmlir.dialects.tm.attributes import (
-    TaskMappingAttr,
-    parse_mapping_expr,
-)
+from tmlir.dialects.tm.attributes import TaskMappingAttr
 from tmlir.gpu_limits import (
     MAX_THREADS_PER_BLOCK,
 )
 from tmlir.ir.kernel_ops import (
+    InsideKernel,
     ShuffleOpBase,
     enclosing,
     memref_shape,
 )
+from tmlir.ir.ranges import HasUpperBound, upper_bound
 from tmlir.ir.syntax import (
     parse_int_in_parens,
     parse_kernel_header,
     parse_trailing_attrs_and_region,
     print_kernel_header,
 )
-from tmlir.mapping import TaskMapping
+from tmlir.mapping import TaskMapping, parse_mapping_expr
 
 __all__ = [
     "BarrierOp",
@@ -55,7 +54,6 @@ __all__ = [
     "ShuffleOp",
     "ThreadIdOp",
     "WorkerIdOp",
-    "worker_bound",
 ]
 
 
@@ -113,17 +111,24 @@ class KernelOp(IRDLOperation):
         )
 
 
+@dataclass(frozen=True)
+class WorkerIdBound(HasUpperBound):
+    """A worker id is below its kernel's grid (``tm.block_id``) or block (``tm.thread_id``)."""
+
+    def upper_bound(self, op: Operation) -> int | None:
+        kernel = enclosing(op, KernelOp)
+        if kernel is None:
+            return None
+        return kernel.grid.data if isinstance(op, BlockIdOp) else kernel.block.data
+
+
 class WorkerIdOp(IRDLOperation):
     result = result_def(IndexType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), WorkerIdBound(), InsideKernel(KernelOp))
     assembly_format = "attr-dict"
 
     def __init__(self) -> None:
         super().__init__(result_types=[IndexType()])
-
-    def verify_(self) -> None:
-        if enclosing(self, KernelOp) is None:
-            raise VerifyException(f"'{self.name}' must be inside a tm.kernel")
 
 
 @irdl_op_definition
@@ -152,7 +157,7 @@ class ForTaskOp(IRDLOperation):
     worker = opt_operand_def(IndexType)
     mapping = prop_def(TaskMappingAttr)
     body = region_def("single_block")
-    traits = traits_def(NoTerminator())
+    traits = traits_def(NoTerminator(), InsideKernel(KernelOp))
 
     def __init__(self, mapping: TaskMapping, worker: SSAValue | None = None) -> None:
         block = Block(arg_types=[IndexType()] * mapping.rank)
@@ -181,17 +186,20 @@ class ForTaskOp(IRDLOperation):
                 f"mapping '{mapping}' has {mapping.num_workers} workers: give a worker id "
                 "with 'on %w'"
             )
-        bound = worker_bound(self.worker) if self.worker is not None else None
+        bound = upper_bound(self.worker) if self.worker is not None else None
         if bound is not None and bound < mapping.num_workers:
+            owner = self.worker.owner
+            has = (f"the kernel has only {bound} blocks" if isinstance(owner, BlockIdOp) else
+                   f"the kernel has only {bound} threads" if isinstance(owner, ThreadIdOp) else
+                   f"the worker id is below {bound}")
             raise VerifyException(
-                f"mapping '{mapping}' needs {mapping.num_workers} workers but the kernel has "
-                f"only {bound} {'blocks' if isinstance(self.worker.owner, BlockIdOp) else 'threads'}"
+                f"mapping '{mapping}' needs {mapping.num_workers} workers but {has}"
             )
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" (")
         printer.print_list(self.body.block.args, printer.print_ssa_value)
-        printer.print_string(f") in {self.mapping.expr.data}")
+        printer.print_string(f") in {self.task_mapping}")
         if self.worker is not None:
             printer.print_string(" on ")
             printer.print_ssa_value(self.worker)
@@ -225,11 +233,8 @@ class BarrierOp(IRDLOperation):
     """Wait until every thread of the block has reached this point."""
 
     name = "tm.barrier"
+    traits = traits_def(InsideKernel(KernelOp))
     assembly_format = "attr-dict"
-
-    def verify_(self) -> None:
-        if enclosing(self, KernelOp) is None:
-            raise VerifyException("'tm.barrier' must be inside a tm.kernel")
 
 
 @irdl_op_definition
@@ -238,51 +243,4 @@ class ShuffleOp(ShuffleOpBase):
     of the warp must reach it."""
 
     name = "tm.shuffle"
-
-    @classmethod
-    def kernel_type(cls) -> type[KernelOp]:
-        return KernelOp
-
-
-
-def worker_bound(worker: SSAValue) -> int | None:
-    """An exclusive upper bound of a worker id: the kernel's grid for tm.block_id, its block
-    for tm.thread_id, and through unsigned division and remainder by constants (``tid / 32``
-    is below ``block / 32`` rounded up, ``tid % 32`` below 32), and ``grid * block`` for the
-    global thread id ``bid * block + tid``; None for any other value."""
-    owner = worker.owner
-    if isinstance(owner, arith.AddiOp) and (kernel := _global_id_kernel(owner)) is not None:
-        return kernel.grid.data * kernel.block.data
-    if isinstance(owner, arith.DivUIOp | arith.RemUIOp):
-        divisor = _constant(owner.rhs)
-        bound = worker_bound(owner.lhs)
-        if divisor is None or divisor < 1:
-            return None
-        if isinstance(owner, arith.RemUIOp):
-            return divisor if bound is None else min(divisor, bound)
-        return None if bound is None else -(-bound // divisor)
-    kernel = enclosing(owner, KernelOp) if isinstance(owner, WorkerIdOp) else None
-    if kernel is None:
-        return None
-    return kernel.grid.data if isinstance(owner, BlockIdOp) else kernel.block.data
-
-
-def _global_id_kernel(add: arith.AddiOp) -> KernelOp | None:
-    """The kernel if `add` is ``bid * block + tid`` (either order) with the kernel's block."""
-    for scaled, tid in ((add.lhs, add.rhs), (add.rhs, add.lhs)):
-        mul = scaled.owner
-        if not isinstance(tid.owner, ThreadIdOp) or not isinstance(mul, arith.MuliOp):
-            continue
-        kernel = enclosing(add, KernelOp)
-        for bid, block in ((mul.lhs, mul.rhs), (mul.rhs, mul.lhs)):
-            if (isinstance(bid.owner, BlockIdOp) and kernel is not None
-                    and _constant(block) == kernel.block.data):
-                return kernel
-    return None
-
-
-def _constant(value: SSAValue) -> int | None:
-    op = value.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-        return op.value.value.data
-    return None
+    traits = traits_def(InsideKernel(KernelOp))

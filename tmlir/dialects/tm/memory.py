@@ -38,7 +38,7 @@ from tmlir.ir.syntax import (
     parse_access,
     print_access,
 )
-from tmlir.layout import DataLayout
+from tmlir.layout import DataLayout, parse_layout_expr
 
 __all__ = [
     "SCOPES", "AllocOp", "GuardedAccess", "LoadOp", "StoreOp",
@@ -92,7 +92,7 @@ class AllocOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.scope.data}")
         if self.layout is not None:
-            printer.print_string(f" layout({self.layout.expr.data})")
+            printer.print_string(f" layout({self.layout.layout})")
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_attribute(self.result.type)
@@ -104,7 +104,7 @@ class AllocOp(IRDLOperation):
         }
         if parser.parse_optional_keyword("layout"):
             with parser.in_parens():
-                properties["layout"] = DataLayoutAttr(DataLayoutAttr.parse_expr(parser))
+                properties["layout"] = DataLayoutAttr(parse_layout_expr(parser))
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         return cls.create(

@@ -205,6 +205,28 @@ tm.kernel @more_workers_than_blocks(%x: memref<32xf32>) grid(2) block(16) {
 
 // -----
 
+// The range of a computed worker id comes from tmlir.ir.ranges: tid / 8 is below 4.
+tm.kernel @more_workers_than_warps(%x: memref<32xf32>) grid(1) block(32) {
+  %t = tm.thread_id
+  %c8 = arith.constant 8 : index
+  %w = arith.divui %t, %c8 : index
+  // CHECK: Operation does not verify: mapping 'spatial(8)' needs 8 workers but the worker id is below 4
+  tm.for_task (%i) in spatial(8) on %w {
+  }
+}
+
+// -----
+
+// A tm.for_task runs on the device.
+func.func @for_task_outside_kernel() {
+  // CHECK: Operation does not verify: 'tm.for_task' must be inside a tm.kernel
+  tm.for_task (%i) in repeat(4) {
+  }
+  func.return
+}
+
+// -----
+
 tm.kernel @layout_shape_mismatch() grid(1) block(32) {
   // CHECK: Operation does not verify: layout 'column_major(64, 4)' has shape 64x4 but the buffer is memref<64x8xf32>
   %a = tm.alloc shared layout(column_major(64, 4)) : memref<64x8xf32>

@@ -1,0 +1,39 @@
+// RUN: tm-opt %s -p 'lower-to-cuda{fusion=false}' --print-between-passes | filecheck %s
+// RUN: tm-opt %s -p lower-to-cuda --time-passes | filecheck %s --check-prefix=TIME
+//
+// tm-opt runs lower-to-cuda's inner passes as passes of its own pipeline: the IR is
+// printed after each of them, and each is timed. {fusion=false} leaves out graph-partition.
+
+// CHECK:      IR after graph-canonicalize:
+// CHECK:      graph.matmul
+// CHECK:      IR after graph-fold-batchnorm:
+// CHECK-NOT:  IR after graph-partition:
+// CHECK:      IR after convert-graph-to-tm:
+// CHECK:      tm.kernel @matmul_0
+// CHECK:      tm.for_task
+// CHECK:      IR after tm-lower-mappings:
+// CHECK-NOT:  tm.for_task
+// CHECK:      IR after convert-tm-to-gpu:
+// CHECK:      tmgpu.kernel @matmul_0
+// CHECK:      IR after canonicalize:
+// CHECK:      IR after arith-simplify:
+// CHECK:      IR after canonicalize:
+// CHECK-NOT:  IR after
+// CHECK:      tmgpu.launch @relu_1
+
+// TIME:      Pass graph-canonicalize took
+// TIME-NEXT: Pass graph-fold-batchnorm took
+// TIME-NEXT: Pass graph-partition took
+// TIME-NEXT: Pass convert-graph-to-tm took
+// TIME-NEXT: Pass tm-lower-mappings took
+// TIME-NEXT: Pass convert-tm-to-gpu took
+// TIME-NEXT: Pass canonicalize took
+// TIME-NEXT: Pass arith-simplify took
+// TIME-NEXT: Pass canonicalize took
+// TIME-NEXT: Pass cse took
+
+func.func @mlp(%x: tensor<4x8xf32>, %w: tensor<8x6xf32>) -> tensor<4x6xf32> attributes {tm.inputs = ["x", "w"], tm.outputs = ["y"]} {
+  %h = graph.matmul %x, %w : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
+  %y = graph.relu %h : tensor<4x6xf32>
+  func.return %y : tensor<4x6xf32>
+}
