@@ -109,6 +109,7 @@ UNARY = [
     Unary("Gelu", lambda x: 0.5 * x * (1 + _erf(x / np.sqrt(2))), {"approximate": "none"},
           atol=6e-7),
     Unary("Softplus", lambda x: np.logaddexp(x, 0)),
+    Unary("Softsign", lambda x: x / (1 + np.abs(x))),
     Unary("Elu", lambda x: np.where(x < 0, np.expm1(x), x)),
     Unary("Elu", lambda x: np.where(x < 0, f32(0.7) * np.expm1(x), x), {"alpha": 0.7}),
     Unary("Selu", lambda x: f32(SELU_GAMMA) * np.where(x <= 0, f32(SELU_ALPHA) * np.expm1(x), x)),
@@ -137,6 +138,7 @@ SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 3e38, -3e38, 
     ("Abs", np.abs),
     ("Exp", np.exp),
     ("Softplus", lambda x: np.logaddexp(x, 0)),
+    ("Softsign", lambda x: x / (1 + np.abs(x))),
     ("Sigmoid", lambda x: 1 / (1 + np.exp(-x))),
 ])
 def test_unary_nan_and_infinities(op, reference):

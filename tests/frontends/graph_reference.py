@@ -46,6 +46,7 @@ def _unary(op: graph.UnaryElementwiseOp, x: np.ndarray) -> np.ndarray:
         graph.TanhOp: np.tanh, graph.ExpOp: np.exp, graph.LogOp: np.log, graph.SqrtOp: np.sqrt,
         graph.ReciprocalOp: np.reciprocal, graph.NegOp: np.negative, graph.AbsOp: np.abs,
         graph.ErfOp: _erf, graph.SoftplusOp: lambda v: np.logaddexp(v, 0),
+        graph.SoftsignOp: lambda v: v / (1 + np.abs(v)),
     }
     return functions[type(op)](x)
 

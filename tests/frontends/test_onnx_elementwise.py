@@ -73,6 +73,7 @@ def import_error(model) -> str:
     ("Abs", {}, "abs", {}),
     ("Erf", {}, "erf", {}),
     ("Softplus", {}, "softplus", {}),
+    ("Softsign", {}, "softsign", {}),
     ("HardSwish", {}, "hard_swish", {}),
     ("LeakyRelu", {}, "leaky_relu", {"alpha": 0.01}),
     ("LeakyRelu", {"alpha": 0.3}, "leaky_relu", {"alpha": 0.3}),

@@ -292,7 +292,7 @@ def test_supported_ops_list():
         "Add", "Sub", "Mul", "Div", "MatMul", "Gemm", "Relu", "Sigmoid", "Tanh", "Identity",
         "Constant", "Abs", "Clip", "Elu", "Erf", "Exp", "Gelu", "HardSigmoid", "HardSwish",
         "LeakyRelu", "Log", "Max", "Mean", "Min", "Neg", "Pow", "Reciprocal", "Selu",
-        "Softplus", "Sqrt", "Sum"} | {
+        "Softplus", "Softsign", "Sqrt", "Sum"} | {
         "BatchNormalization", "Conv", "ConvTranspose"} | {
         "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LayerNormalization", "LogSoftmax",
         "MaxPool", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum", "Softmax"} | {

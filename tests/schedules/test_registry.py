@@ -45,7 +45,7 @@ def test_injective_ops():
     elementwise = {
         "abs", "add", "clip", "div", "elu", "erf", "exp", "gelu", "hard_sigmoid", "hard_swish",
         "leaky_relu", "log", "max", "mean", "min", "mul", "neg", "pow", "reciprocal", "relu",
-        "selu", "sigmoid", "softplus", "sqrt", "sub", "sum", "tanh"}
+        "selu", "sigmoid", "softplus", "softsign", "sqrt", "sub", "sum", "tanh"}
     logic = {"equal", "less", "less_equal", "greater", "greater_equal", "and", "or", "xor",
              "not", "is_nan", "cast", "where"}
     data_movement = {"reshape", "transpose", "slice", "gather", "expand", "tile", "pad",

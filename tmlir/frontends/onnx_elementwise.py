@@ -83,6 +83,7 @@ _unary("Neg", graph.NegOp, inputs=(NUMERIC,))
 _unary("Abs", graph.AbsOp, inputs=(NUMERIC,))
 _unary("Erf", graph.ErfOp)
 _unary("Softplus", graph.SoftplusOp)
+_unary("Softsign", graph.SoftsignOp)
 _unary("HardSwish", graph.HardSwishOp)
 _unary("LeakyRelu", graph.LeakyReluOp, alpha=Attr(FLOAT, default=0.01))
 _unary("HardSigmoid", graph.HardSigmoidOp, alpha=Attr(FLOAT, default=0.2),

@@ -145,6 +145,7 @@ UNARY: dict[type[Operation], UnaryFunction] = {
     graph.AbsOp: _call(xmath.AbsFOp),
     graph.ErfOp: _call(xmath.ErfOp),
     graph.SoftplusOp: _softplus,
+    graph.SoftsignOp: lambda b, x, _: b.fop(arith.DivfOp, x, _add(b, 1.0, b.fop(xmath.AbsFOp, x))),
     graph.HardSwishOp: lambda b, x, _: b.fop(arith.MulfOp, x, _hard_sigmoid(b, x, 1 / 6, 0.5)),
     graph.LeakyReluOp: lambda b, x, p: _select(b, "olt", x, 0.0, _mul(b, p["alpha"], x), x),
     graph.HardSigmoidOp: lambda b, x, p: _hard_sigmoid(b, x, p["alpha"], p["beta"]),

@@ -58,6 +58,7 @@ __all__ = [
     "SeluOp",
     "SigmoidOp",
     "SoftplusOp",
+    "SoftsignOp",
     "SqrtOp",
     "SubOp",
     "SumOp",
@@ -267,6 +268,13 @@ class SoftplusOp(UnaryElementwiseOp):
     """``log(1 + exp(x))``."""
 
     name = "graph.softplus"
+
+
+@irdl_op_definition
+class SoftsignOp(UnaryElementwiseOp):
+    """``x / (1 + |x|)``."""
+
+    name = "graph.softsign"
 
 
 @irdl_op_definition

@@ -37,6 +37,14 @@ func.func @unary(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // Parameters are f32 properties in the attribute dictionary; gelu's approximate and
 // clip's bounds are optional.
+// CHECK-LABEL: func.func @softsign
+// CHECK-NEXT:    %0 = graph.softsign %x : tensor<4xf32>
+// CHECK-NEXT:    func.return %0
+func.func @softsign(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = graph.softsign %x : tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
 // CHECK-LABEL: func.func @unary_functions
 // CHECK-NEXT:    %0 = graph.exp %x : tensor<4xf32>
 // CHECK-NEXT:    %1 = graph.log %0 : tensor<4xf32>
