@@ -158,6 +158,57 @@ def test_tile():
     one("Tile", {"x": (3, 7, 5)}, {"repeats": ints(2, 1, 40)})
 
 
+@pytest.mark.parametrize("shape, blocksize, mode", [
+    ((2, 8, 3, 5), 2, None), ((2, 8, 3, 5), 2, "CRD"), ((1, 18, 5, 4), 3, "DCR"),
+    ((1, 36, 7, 9), 3, "CRD"), ((1, 3, 4, 4), 1, None)])
+def test_depth_to_space(shape, blocksize, mode):
+    one("DepthToSpace", {"x": shape}, blocksize=blocksize, **({"mode": mode} if mode else {}))
+
+
+@pytest.mark.parametrize("shape, blocksize", [((2, 3, 4, 6), 2), ((1, 5, 9, 12), 3),
+                                              ((1, 2, 3, 3), 1)])
+def test_space_to_depth(shape, blocksize):
+    one("SpaceToDepth", {"x": shape}, blocksize=blocksize)
+
+
+@pytest.mark.parametrize("mode, perm", [("DCR", (0, 3, 5, 1, 2, 4)), ("CRD", (0, 1, 3, 5, 2, 4))])
+def test_space_to_depth_modes_and_back(mode, perm):
+    """SpaceToDepth takes a mode since opset 25, which onnxruntime does not run yet: against
+    ONNX's definition in numpy (reshape, transpose, reshape), and DepthToSpace in the same
+    mode undoes it exactly."""
+    n, c, h, w, b = 2, 3, 6, 9, 3
+    nodes = [helper.make_node("SpaceToDepth", ["x"], ["s"], blocksize=b, mode=mode),
+             helper.make_node("DepthToSpace", ["s"], ["y"], blocksize=b, mode=mode)]
+    proto = model(nodes, {"x": (n, c, h, w)}, ["s", "y"], opset=25)
+    x = feed(proto)["x"]
+    want = x.reshape(n, c, h // b, b, w // b, b).transpose(perm).reshape(n, c * b * b, h // b, w // b)
+    for fusion in (True, False):
+        s, y = tmlir.InferenceSession(proto, fusion=fusion).run(None, {"x": x})
+        np.testing.assert_array_equal(s, want)
+        np.testing.assert_array_equal(y, x)
+
+
+def test_depth_to_space_fuses_as_a_prologue_and_an_epilogue():
+    """A pixel shuffle between two elementwise ops, as in super-resolution models: fused,
+    the three ops are one kernel; unfused, three."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("DepthToSpace", ["r"], ["d"], blocksize=2),
+             helper.make_node("Sigmoid", ["d"], ["y"])]
+    session = check(model(nodes, {"x": (1, 16, 9, 7)}, ["y"]), exact=False)
+    assert len(session.program.kernels) == 1
+    unfused = tmlir.InferenceSession(model(nodes, {"x": (1, 16, 9, 7)}, ["y"]), fusion=False)
+    assert len(unfused.program.kernels) == 3
+
+
+def test_depth_to_space_and_back_of_int64():
+    nodes = [helper.make_node("SpaceToDepth", ["x"], ["s"], blocksize=2),
+             helper.make_node("DepthToSpace", ["s"], ["y"], blocksize=2, mode="DCR")]
+    proto = model(nodes, {"x": (2, 3, 4, 6)}, ["y"], types={"x": INT64, "y": INT64})
+    data = {"x": np.arange(2 * 3 * 4 * 6, dtype=np.int64).reshape(2, 3, 4, 6)}
+    (y,) = tmlir.InferenceSession(proto).run(None, data)
+    np.testing.assert_array_equal(y, data["x"])
+
+
 @pytest.mark.parametrize("mode, pads, opset", [
     ("constant", (0, 2, 1, 1, 3, 0), 17),
     ("constant", (0, -3, 2, 0, 1, -5), 17),   # negative pads crop
@@ -306,6 +357,14 @@ INT64, BOOL = TensorProto.INT64, TensorProto.BOOL
     ([helper.make_node("Pad", ["x", "p"], ["y"], name="p", mode="reflect")], {"x": (2, 3)},
      {"p": ints(0, 3, 0, 0)}, 13, {},
      "node 'p' (Pad): mode \"reflect\" needs pads below the extent 3 of dim 1, got 3, 0"),
+    ([helper.make_node("DepthToSpace", ["x"], ["y"], name="d")], {"x": (1, 4, 2, 2)}, {}, 13, {},
+     "shape inference failed: node 'd' (DepthToSpace): Blocksize must be positive"),
+    ([helper.make_node("DepthToSpace", ["x"], ["y"], name="d", blocksize=2, mode="RCD")],
+     {"x": (1, 4, 2, 2)}, {}, 13, {},
+     "node 'd' (DepthToSpace): unsupported value 'RCD' of attribute 'mode' (expected 'DCR' or "
+     "'CRD')"),
+    ([helper.make_node("SpaceToDepth", ["x"], ["y"], name="s", blocksize=2)],
+     {"x": (4, 2, 2)}, {}, 13, {}, "node 's' (SpaceToDepth): Input tensor must be 4-dimensional"),
     ([helper.make_node("Slice", ["x", "b", "e"], ["y"], name="s", axes=[0])], {"x": (4,)},
      {"b": ints(0), "e": ints(2)}, 13, {},
      "node 's' (Slice): attributes 'starts', 'ends' and 'axes' are not allowed since opset "
@@ -337,6 +396,8 @@ def every_op_model():
         helper.make_node("Pad", ["x", "pads"], ["pe"], mode="edge"),
         helper.make_node("Resize", ["x4", "", "scales"], ["zl"], mode="linear"),
         helper.make_node("Resize", ["x4", "", "scales"], ["zn"], mode="nearest"),
+        helper.make_node("SpaceToDepth", ["zn"], ["sd"], blocksize=2),
+        helper.make_node("DepthToSpace", ["sd"], ["dc"], blocksize=2, mode="CRD"),
     ]
     constants = {
         "flat": ints(-1), "split": ints(2, 4), "starts": ints(-1), "ends": ints(-100),
@@ -344,7 +405,7 @@ def every_op_model():
         "reps": ints(1, 2, 2), "pads": ints(0, 1, 2, 0, 1, 1), "value": np.float32(0.5),
         "scales": np.array([1, 1, 2, 1.5], np.float32),
     }
-    outputs = ["r", "s0", "s1", "sl", "g", "e", "tl", "pc", "pr", "pe", "zl", "zn"]
+    outputs = ["r", "s0", "s1", "sl", "g", "e", "tl", "pc", "pr", "pe", "zl", "zn", "dc"]
     return model(nodes, {"x": (3, 3, 4), "x4": (1, 2, 3, 4)}, outputs, constants, opset=18)
 
 

@@ -296,8 +296,8 @@ def test_supported_ops_list():
         "BatchNormalization", "Conv", "ConvTranspose"} | {
         "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LayerNormalization", "LogSoftmax",
         "MaxPool", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum", "Softmax"} | {
-        "Concat", "Dropout", "Expand", "Flatten", "Gather", "Pad", "Reshape", "Resize", "Slice",
-        "Split", "Squeeze", "Tile", "Transpose", "Unsqueeze"} | {
+        "Concat", "DepthToSpace", "Dropout", "Expand", "Flatten", "Gather", "Pad", "Reshape", "Resize", "Slice",
+        "SpaceToDepth", "Split", "Squeeze", "Tile", "Transpose", "Unsqueeze"} | {
         "And", "Cast", "Equal", "GatherElements", "GatherND", "Greater", "GreaterOrEqual",
         "IsNaN", "Less", "LessOrEqual", "Not", "Or", "Where", "Xor"} | {
         "ConstantOfShape", "Range", "Shape", "Size"}

@@ -49,7 +49,7 @@ def test_injective_ops():
     logic = {"equal", "less", "less_equal", "greater", "greater_equal", "and", "or", "xor",
              "not", "is_nan", "cast", "where"}
     data_movement = {"reshape", "transpose", "slice", "gather", "expand", "tile", "pad",
-                     "concat", "resize"}
+                     "concat", "resize", "depth_to_space", "space_to_depth"}
     assert _names(lambda op: op.has_trait(graph.Injective)) == (
         elementwise | logic | data_movement | {"batch_norm"})
 
@@ -59,13 +59,14 @@ def test_any_element_type_ops():
         "add", "sub", "mul", "div", "max", "min", "sum", "neg", "abs",
         "equal", "less", "less_equal", "greater", "greater_equal", "and", "or", "xor", "not",
         "is_nan", "cast", "where", "take", "take_along_axis", "gather_nd",
-        "transpose", "slice", "gather", "expand", "tile", "pad", "concat", "split"}
+        "transpose", "slice", "gather", "expand", "tile", "pad", "concat", "split",
+        "depth_to_space", "space_to_depth"}
 
 
 def test_no_op_traits():
     assert _names(lambda op: op.has_trait(graph.NoOpWhen)) == {
         "reshape", "expand", "tile", "slice", "pad", "resize", "concat", "split",
-        "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "max", "min", "sum", "mean",
+        "depth_to_space", "space_to_depth", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "max", "min", "sum", "mean",
         "cast"}
     assert _names(lambda op: (t := op.get_trait(graph.NoOpWhen)) is not None and t.reshape) == {
         "reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}

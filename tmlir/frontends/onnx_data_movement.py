@@ -19,6 +19,8 @@ implied by the result type. What each op imports to:
   (an embedding's token ids): ``graph.take``.
 - ``Pad`` (``pads`` and ``value`` attributes before opset 11, then inputs; ``axes``
   since 18; modes constant, reflect, edge, wrap): ``graph.pad``.
+- ``DepthToSpace`` and ``SpaceToDepth`` (``blocksize``, ``mode`` DCR or CRD) of 4-D
+  tensors: ``graph.depth_to_space`` / ``graph.space_to_depth``.
 - ``Resize`` (opset 11 on; ``nearest`` and ``linear`` modes, every coordinate
   transformation but ``tf_crop_and_resize``, constant ``scales`` or ``sizes``, ``axes``
   and ``keep_aspect_ratio_policy``; no antialiasing): ``graph.resize`` with one f32 scale
@@ -372,3 +374,19 @@ def _slice_range(n: int, start: int, end: int, step: int) -> tuple[int, int]:
         start, end = min(max(start, 0), n - 1), min(max(end, -1), n - 1)
         count = max(0, -(-(start - end) // -step))
     return (start if count else 0), count
+
+
+@onnx_op("DepthToSpace", attributes={"blocksize": INT, "mode": Attr(STRING, ("DCR", "CRD"))},
+         inputs=(ANY,))
+@onnx_op("SpaceToDepth", attributes={"blocksize": INT, "mode": Attr(STRING, ("DCR", "CRD"))},
+         inputs=(ANY,))
+def block_rearrange(ctx: ImportContext, node: NodeProto) -> None:
+    """DepthToSpace and SpaceToDepth of a 4-D tensor (the graph op's verifier checks the
+    shapes); ``blocksize`` is required."""
+    attrs = ctx.attributes(node)
+    (x,) = ctx.inputs(node, 1)
+    if "blocksize" not in attrs:
+        raise FrontendError(f"{ctx.label}: attribute 'blocksize' is required")
+    op_type = graph.DepthToSpaceOp if node.op_type == "DepthToSpace" else graph.SpaceToDepthOp
+    ctx.define(node.output[0], op_type(x, ctx.result_type(node), attrs["blocksize"],
+                                       attrs.get("mode", "DCR")))

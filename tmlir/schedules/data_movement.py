@@ -147,6 +147,32 @@ def tile_element(in_shape: Sequence[int], out_shape: Sequence[int]) -> Element:
                                        for c, n, o in zip(i, in_shape, out_shape)])
 
 
+def depth_to_space_element(channels: int, block: int, mode: str) -> Element:
+    """``out[n, c, h * b + i, w * b + j] = x[n, k, h, w]``: ``k = (i * b + j) * channels + c``
+    in ``DCR`` mode, ``c * b * b + i * b + j`` in ``CRD`` (`channels`: the result's)."""
+    def element(b: IRBuilder, i: list[Index], load: Load) -> SSAValue:
+        n, c, y, x = i
+        offset = b.add(b.mul(b.rem(y, block), block), b.rem(x, block))
+        k = (b.add(b.mul(offset, channels), c) if mode == "DCR"
+             else b.add(b.mul(c, block * block), offset))
+        return load(0, [n, k, b.div(y, block), b.div(x, block)])
+    return element
+
+
+def space_to_depth_element(channels: int, block: int, mode: str) -> Element:
+    """``out[n, k, h, w] = x[n, c, h * b + i, w * b + j]``: ``k = (i * b + j) * channels + c``
+    in ``DCR`` mode, ``c * b * b + i * b + j`` in ``CRD`` (`channels`: the input's)."""
+    def element(b: IRBuilder, i: list[Index], load: Load) -> SSAValue:
+        n, k, h, w = i
+        if mode == "DCR":
+            c, offset = b.rem(k, channels), b.div(k, channels)
+        else:
+            c, offset = b.div(k, block * block), b.rem(k, block * block)
+        return load(0, [n, c, b.add(b.mul(h, block), b.div(offset, block)),
+                        b.add(b.mul(w, block), b.rem(offset, block))])
+    return element
+
+
 def gather_element(in_shape: Sequence[int], out_shape: Sequence[int], axis: int,
                    indices: Sequence[int]) -> Element:
     """``out[a, k, c] = x[a, indices[k], c]`` (``a``: the dims before `axis`; ``k``: the
@@ -434,6 +460,14 @@ def element_for(op: Operation) -> tuple[Element, dict[str, int | str]]:
             extents = [_shape(v)[op.axis_value] for v in op.inputs]
             return (concat_element(extents, op.axis_value, result),
                     {"axis": op.axis_value, "sizes": _csv(extents)})
+        case graph.DepthToSpaceOp():
+            channels = _shape(op.result)[1]
+            return (depth_to_space_element(channels, op.block, op.mode.data),
+                    {"blocksize": op.block, "mode": op.mode.data})
+        case graph.SpaceToDepthOp():
+            channels = _shape(op.input)[1]
+            return (space_to_depth_element(channels, op.block, op.mode.data),
+                    {"blocksize": op.block, "mode": op.mode.data})
         case graph.ResizeOp():
             ctm = op.coordinate_transformation_mode.data
             info: dict[str, int | str] = {"mode": op.mode.data,
@@ -446,7 +480,8 @@ def element_for(op: Operation) -> tuple[Element, dict[str, int | str]]:
 
 
 @schedules(graph.TransposeOp, graph.SliceOp, graph.GatherOp, graph.ExpandOp, graph.TileOp,
-           graph.PadOp, graph.ConcatOp, graph.SplitOp, graph.ResizeOp)
+           graph.PadOp, graph.ConcatOp, graph.SplitOp, graph.ResizeOp, graph.DepthToSpaceOp,
+           graph.SpaceToDepthOp)
 def data_movement_op_kernel(name: str, op: Operation,
                             params: DataMovementParams = DataMovementParams()
                             ) -> tm.KernelOp | None:

@@ -61,3 +61,16 @@ func.func @pad(%x: tensor<4x10xf32>) -> tensor<5x13xf32> {
   %y = graph.pad %x {pads = array<i64: 0, 1, 1, 2>, value = 1.5 : f32} : tensor<4x10xf32> -> tensor<5x13xf32>
   func.return %y : tensor<5x13xf32>
 }
+
+// A depth-to-space (DCR) reads the channel of the output element's offset in its 2x2 block.
+// CUDA-LABEL: // Kernel depth_to_space_3: schedule template 'data_movement' (op=depth_to_space, blocksize=2, mode=DCR, block=128), 128 threads per block
+// CUDA:         if (gid < 120) {
+// CUDA-NEXT:      const int i1 = (gid / 60) % 2;
+// CUDA-NEXT:      const int i2 = (gid / 10) % 6;
+// CUDA-NEXT:      const int i3 = gid % 10;
+// CUDA-NEXT:      const float v = x[(((((i2 % 2) * 2) + (i3 % 2)) * 2) + i1) * 15 + (i2 / 2) * 5 + (i3 / 2)];
+// CUDA-NEXT:      out[i1 * 60 + i2 * 10 + i3] = v;
+func.func @depth_to_space(%x: tensor<1x8x3x5xf32>) -> tensor<1x2x6x10xf32> {
+  %y = graph.depth_to_space %x {blocksize = 2 : i64, mode = "DCR"} : tensor<1x8x3x5xf32> -> tensor<1x2x6x10xf32>
+  func.return %y : tensor<1x2x6x10xf32>
+}

@@ -60,7 +60,10 @@ __all__ = [
     "NEAREST_MODES",
     "PAD_MODES",
     "RESIZE_MODES",
+    "DEPTH_TO_SPACE_MODES",
     "ConcatOp",
+    "DepthToSpaceOp",
+    "SpaceToDepthOp",
     "ExpandOp",
     "GatherOp",
     "PadOp",
@@ -96,6 +99,9 @@ def _check_result(result: Attribute, expected: Sequence[int]) -> None:
     out = tensor_shape(result, "result")
     if out != tuple(expected):
         raise VerifyException(f"result shape {list(out)} does not match expected {list(expected)}")
+
+
+DEPTH_TO_SPACE_MODES = ("DCR", "CRD")
 
 
 class _UnaryShapeOp(IRDLOperation):
@@ -475,4 +481,69 @@ class ResizeOp(_UnaryShapeOp):
             raise VerifyException(f"scales {list(scales)} must be positive")
         if any(n == 0 and m != 0 for n, m in zip(shape, out)):
             raise VerifyException("cannot resize an empty dim to a non-empty one")
+
+
+class _BlockRearrangeOp(_UnaryShapeOp):
+    """Moves ``blocksize x blocksize`` spatial blocks of an NCHW tensor to or from its
+    channels, in ``mode`` DCR or CRD; `expected` is the result shape of an input shape."""
+
+    blocksize = prop_def(IntegerAttr)
+    mode = prop_def(StringAttr)
+    traits = traits_def(AnyElementType(), NoOpWhen(lambda op: op.block == 1))
+
+    @property
+    def block(self) -> int:
+        return self.blocksize.value.data
+
+    def __init__(self, input: SSAValue, result_type: TensorType, blocksize: int,
+                 mode: str = "DCR") -> None:
+        super().__init__(input, result_type, {"blocksize": IntegerAttr(blocksize, i64),
+                                              "mode": StringAttr(mode)})
+
+    def expected(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def verify_(self) -> None:
+        if self.mode.data not in DEPTH_TO_SPACE_MODES:
+            raise VerifyException(f"mode must be \"DCR\" or \"CRD\", got \"{self.mode.data}\"")
+        shape, _ = self.shapes()
+        if len(shape) != 4:
+            raise VerifyException(f"input must be 4-D (NCHW), got shape {list(shape)}")
+        if self.block < 1:
+            raise VerifyException(f"blocksize must be positive, got {self.block}")
+        _check_result(self.result.type, self.expected(shape))
+
+
+@irdl_op_definition
+class DepthToSpaceOp(_BlockRearrangeOp):
+    """ONNX ``DepthToSpace``: ``result[n, c, h * b + i, w * b + j] = input[n, k, h, w]``
+    with blocksize ``b``; ``mode = "DCR"`` (depth, column, row: the default) reads channel
+    ``k = (i * b + j) * C + c``, ``"CRD"`` channel ``k = c * b * b + i * b + j``, where ``C``
+    is the result's channel count (the input's divided by ``b * b``)."""
+
+    name = "graph.depth_to_space"
+
+    def expected(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        n, c, h, w = shape
+        b = self.block
+        if c % (b * b):
+            raise VerifyException(f"{c} input channels are not a multiple of blocksize^2 = {b * b}")
+        return (n, c // (b * b), h * b, w * b)
+
+
+@irdl_op_definition
+class SpaceToDepthOp(_BlockRearrangeOp):
+    """ONNX ``SpaceToDepth``, the inverse of ``depth_to_space`` in the same mode:
+    ``result[n, k, h, w] = input[n, c, h * b + i, w * b + j]`` with blocksize ``b``, where
+    ``k = (i * b + j) * C + c`` in ``DCR`` mode (the default) and ``c * b * b + i * b + j``
+    in ``CRD`` (``C`` input channels)."""
+
+    name = "graph.space_to_depth"
+
+    def expected(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        n, c, h, w = shape
+        b = self.block
+        if h % b or w % b:
+            raise VerifyException(f"spatial dims {h}x{w} are not multiples of blocksize {b}")
+        return (n, c * b * b, h // b, w // b)
 

@@ -45,3 +45,12 @@ func.func @pad_resize(%x: tensor<4x10xf32>, %y: tensor<1x3x4x4xf32>) {
   %z = graph.resize %y {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor", scales = array<f32: 1.0, 1.0, 2.0, 1.5>} : tensor<1x3x4x4xf32> -> tensor<1x3x8x6xf32>
   func.return
 }
+
+// CHECK-LABEL: func.func @depth_to_space
+// CHECK-NEXT:    %d = graph.depth_to_space %x {blocksize = 2 : i64, mode = "CRD"} : tensor<1x8x3x5xf32> -> tensor<1x2x6x10xf32>
+// CHECK-NEXT:    %s = graph.space_to_depth %d {blocksize = 2 : i64, mode = "DCR"} : tensor<1x2x6x10xf32> -> tensor<1x8x3x5xf32>
+func.func @depth_to_space(%x: tensor<1x8x3x5xf32>) {
+  %d = graph.depth_to_space %x {blocksize = 2 : i64, mode = "CRD"} : tensor<1x8x3x5xf32> -> tensor<1x2x6x10xf32>
+  %s = graph.space_to_depth %d {blocksize = 2 : i64, mode = "DCR"} : tensor<1x2x6x10xf32> -> tensor<1x8x3x5xf32>
+  func.return
+}

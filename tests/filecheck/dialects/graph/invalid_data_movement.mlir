@@ -119,3 +119,35 @@ func.func @resize_mode(%x: tensor<1x4xf32>) {
   %y = graph.resize %x {mode = "cubic", coordinate_transformation_mode = "half_pixel", scales = array<f32: 1.0, 2.0>} : tensor<1x4xf32> -> tensor<1x8xf32>
   func.return
 }
+
+// -----
+
+func.func @depth_to_space_channels(%x: tensor<1x6x2x2xf32>) {
+  // CHECK: Operation does not verify: 6 input channels are not a multiple of blocksize^2 = 4
+  %y = graph.depth_to_space %x {blocksize = 2 : i64, mode = "DCR"} : tensor<1x6x2x2xf32> -> tensor<1x1x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @depth_to_space_mode(%x: tensor<1x4x2x2xf32>) {
+  // CHECK: Operation does not verify: mode must be "DCR" or "CRD", got "RCD"
+  %y = graph.depth_to_space %x {blocksize = 2 : i64, mode = "RCD"} : tensor<1x4x2x2xf32> -> tensor<1x1x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @space_to_depth_shape(%x: tensor<1x1x4x5xf32>) {
+  // CHECK: Operation does not verify: spatial dims 4x5 are not multiples of blocksize 2
+  %y = graph.space_to_depth %x {blocksize = 2 : i64, mode = "DCR"} : tensor<1x1x4x5xf32> -> tensor<1x4x2x2xf32>
+  func.return
+}
+
+// -----
+
+func.func @space_to_depth_result(%x: tensor<1x1x4x4xf32>) {
+  // CHECK: Operation does not verify: result shape [1, 4, 2, 4] does not match expected [1, 4, 2, 2]
+  %y = graph.space_to_depth %x {blocksize = 2 : i64, mode = "DCR"} : tensor<1x1x4x4xf32> -> tensor<1x4x2x4xf32>
+  func.return
+}
