@@ -31,7 +31,6 @@ from xdsl.irdl import (
     region_def,
     result_def,
     traits_def,
-    var_operand_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -43,11 +42,12 @@ from tmlir.gpu_limits import (
 )
 from tmlir.ir.kernel_ops import (
     InsideKernel,
+    LaunchOpBase,
     ShuffleOpBase,
     ViewOpBase,
+    WeightOpBase,
     enclosing,
     memref_shape,
-    verify_launch,
 )
 from tmlir.ir.ranges import HasUpperBound
 from tmlir.ir.syntax import (
@@ -220,17 +220,10 @@ class AllocOp(IRDLOperation):
 
 
 @irdl_op_definition
-class WeightOp(IRDLOperation):
+class WeightOp(WeightOpBase):
     """Host side: the device buffer holding the named weight of the side table."""
 
     name = "tmgpu.weight"
-    weight_name = prop_def(StringAttr, prop_name="name")
-    result = result_def(MemRefType)
-    traits = traits_def(Pure())
-    assembly_format = "$name attr-dict `:` type($result)"
-
-    def __init__(self, name: str, type: MemRefType) -> None:
-        super().__init__(properties={"name": StringAttr(name)}, result_types=[type])
 
 
 @irdl_op_definition
@@ -246,14 +239,12 @@ class ViewOp(ViewOpBase):
 
 
 @irdl_op_definition
-class LaunchOp(IRDLOperation):
+class LaunchOp(LaunchOpBase):
     """Host side: ``kernel<<<grid, block>>>(args...)``, ordered after earlier launches."""
 
     name = "tmgpu.launch"
-    kernel = prop_def(SymbolRefAttr)
     grid = prop_def(IntAttr)
     block = prop_def(IntAttr)
-    args = var_operand_def(MemRefType)
 
     def __init__(self, kernel: str, args: Sequence[SSAValue], grid: int, block: int) -> None:
         super().__init__(
@@ -261,8 +252,12 @@ class LaunchOp(IRDLOperation):
             properties={"kernel": SymbolRefAttr(kernel), "grid": IntAttr(grid), "block": IntAttr(block)},
         )
 
+    @classmethod
+    def kernel_type(cls) -> type[KernelOp]:
+        return KernelOp
+
     def verify_(self) -> None:
-        kernel = verify_launch(self, self.kernel, self.args, KernelOp)
+        kernel = self.launched()
         assert isinstance(kernel, KernelOp)
         if self.grid.data < 1:
             raise VerifyException("grid must be >= 1")

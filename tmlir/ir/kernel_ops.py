@@ -1,6 +1,6 @@
 """What the kernel-level dialects (tm, tmgpu) share beyond syntax: verifiers (static memref
 shapes, launches, enclosing ops) and the ops that are the same at both levels (the warp
-shuffle and the host-side buffer view), as base classes each dialect names."""
+shuffle and the host-side weight, view and launch), as base classes each dialect names."""
 
 from __future__ import annotations
 
@@ -17,7 +17,15 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
 )
 from xdsl.ir import Attribute, Operation, Region, SSAValue
-from xdsl.irdl import AnyAttr, IRDLOperation, operand_def, prop_def, result_def, traits_def
+from xdsl.irdl import (
+    AnyAttr,
+    IRDLOperation,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import HasAncestor, Pure, SymbolTable
@@ -185,3 +193,37 @@ class ViewOpBase(IRDLOperation):
                                   f"{math.prod(shape)} ({self.result.type})")
         if enclosing(self, self.kernel_type()) is not None:
             raise VerifyException(f"'{self.name}' is a host operation, not allowed in a kernel")
+
+
+class WeightOpBase(IRDLOperation):
+    """Host side: ``%w = <op> "name" : memref<...>``, the buffer holding the named weight of
+    the side table."""
+
+    weight_name = prop_def(StringAttr, prop_name="name")
+    result = result_def(MemRefType)
+    traits = traits_def(Pure())
+    assembly_format = "$name attr-dict `:` type($result)"
+
+    def __init__(self, name: str, type: MemRefType) -> None:
+        super().__init__(properties={"name": StringAttr(name)}, result_types=[type])
+
+
+class LaunchOpBase(IRDLOperation):
+    """Host side: run a kernel of this dialect (`kernel_type`) on buffers, after every launch
+    before it; the launched symbol must be such a kernel with matching argument types."""
+
+    kernel = prop_def(SymbolRefAttr)
+    args = var_operand_def(MemRefType)
+
+    @classmethod
+    def kernel_type(cls) -> type[IRDLOperation]:
+        """The kernel op of this op's dialect."""
+        raise NotImplementedError
+
+    def launched(self) -> IRDLOperation:
+        """The launched kernel, verified (`verify_launch`)."""
+        return verify_launch(self, self.kernel, self.args, self.kernel_type())
+
+    def verify_(self) -> None:
+        self.launched()
+
