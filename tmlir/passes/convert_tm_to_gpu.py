@@ -222,6 +222,5 @@ class ConvertTmToGpu(ModulePass):
             ConvertKernel(), ConvertAlloc(layouts), ConvertLoad(layouts), ConvertStore(layouts),
             ConvertLaunch(sizes), ConvertOneToOne(),
         ]
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(patterns, dce_enabled=False)
-        ).rewrite_module(op)
+        PatternRewriteWalker(GreedyRewritePatternApplier(patterns, dce_enabled=False),
+                             apply_recursively=False).rewrite_module(op)

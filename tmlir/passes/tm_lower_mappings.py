@@ -89,4 +89,4 @@ class TmLowerMappings(ModulePass):
     name = "tm-lower-mappings"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(LowerForTask()).rewrite_module(op)
+        PatternRewriteWalker(LowerForTask(), apply_recursively=False).rewrite_module(op)
