@@ -9,7 +9,7 @@ residuals, BERT and GPT-2 blocks, ViT's patch embedding), with weights from a fi
 and exported with PyTorch's default exporter at static shapes. The files are small enough
 to commit (`examples/models/*.onnx`); `examples/models/models.json` records how each was
 made and what its inputs hold (token ids need a range), for the tests
-(`tests/test_hf_models.py`).
+(`tests/e2e/test_hf_models.py`).
 
 With `--full`, the models are the full-size ones of the default configs instead:
 ResNet-50 (`ResNetConfig()`, batch 1, 224x224), BERT-base (`BertConfig()`, batch 1,

@@ -47,3 +47,11 @@ def run_onnxruntime(model: onnx.ModelProto | bytes, feed: dict[str, np.ndarray])
     data = model if isinstance(model, bytes) else model.SerializeToString()
     session = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
     return session.run(None, feed)
+
+
+def dynamic_mlp() -> onnx.ModelProto:
+    """`mlp` with a symbolic batch dim ``N`` on its input and output."""
+    model = mlp(1, [8, 16, 4])
+    for value in (*model.graph.input, *model.graph.output):
+        value.type.tensor_type.shape.dim[0].dim_param = "N"
+    return model

@@ -96,7 +96,7 @@ def manifest_entry(onnx_path: Path, name: str) -> dict[str, Any]:
 
 
 def numpy_feed(spec: dict[str, Any], seed: int = 0) -> dict[str, np.ndarray]:
-    """Seeded inputs as the manifest describes them (as `tests/test_hf_models.py` makes them)."""
+    """Seeded inputs as the manifest describes them (as `tests/e2e/test_hf_models.py` makes them)."""
     rng = np.random.default_rng(seed)
     feed = {}
     for name, entry in spec.items():

@@ -7,7 +7,7 @@ Steps, each a process of its own with a deadline (killed at it, recorded as "tim
 step that fails is recorded and the next one still runs):
 
 - ``pytest``: ``pytest -m gpu tests`` (junit XML and log in DIR). In a dry run the GPU
-  model tests (`tests/test_gpu_models.py`) do their emu and onnxruntime side and compile
+  model tests (`tests/e2e/test_gpu_models.py`) do their emu and onnxruntime side and compile
   PTX for sm_90, then skip; the other GPU tests skip.
 - ``matmul MxNxK``: `benchmarks/matmul.py` for one shape (default and tuned candidates
   against ``torch.matmul``, TF32 off). In a dry run, the shape's default candidate is

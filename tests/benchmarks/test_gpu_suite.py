@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "benchmarks" / "gpu"
 DRY_RUN_SKIP = "dry-run: skipped (no GPU)"
 GPU_STAGES = ("tmlir_default", "torch_eager", "torch_compile", "tmlir_tuned")

@@ -176,13 +176,9 @@ def check_excerpt(block: Block, text_of=source_text) -> str | None:
 COMPLETE = doc_blocks("mlir")
 EXCERPTS = doc_blocks("mlir-excerpt")
 
-# Docs whose examples are being rewritten by another change; remove once they pass.
-PENDING = {"docs/extending.md"}
-
 
 def _params(blocks: list[Block]) -> list:
-    pending = pytest.mark.xfail(reason="doc examples not yet rewritten", strict=False)
-    return [pytest.param(b, id=b.where, marks=[pending] if b.doc in PENDING else []) for b in blocks]
+    return [pytest.param(b, id=b.where) for b in blocks]
 
 
 @pytest.mark.parametrize("block", _params(COMPLETE))

@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from models import make_model, mlp, run_onnxruntime
+from models import dynamic_mlp, make_model, mlp, run_onnxruntime
 from onnx import TensorProto, helper, numpy_helper
 
 import tmlir
 from tmlir.frontends.onnx import FrontendError, import_onnx
 from tmlir.runtime import session as session_module
 from tmlir.runtime.session import SessionError
-
-
-def dynamic_mlp():
-    model = mlp(1, [8, 16, 4])
-    for value in (*model.graph.input, *model.graph.output):
-        value.type.tensor_type.shape.dim[0].dim_param = "N"
-    return model
 
 
 def rand(*shape: int) -> np.ndarray:

@@ -4,7 +4,7 @@ Every model of `examples/models/models.json` (ResNet, MobileNetV2, BERT, GPT-2, 
 random-weight Hugging Face exports) and the demo MLP (`examples/make_mlp.py`) runs with
 ``device="cuda"``, fusion and the memory plan on, with CUDA graphs on and off. Each run's
 outputs must match the emu's and onnxruntime's within 1e-4 relative (max |got - want| /
-max |want|, as `tests/test_hf_models.py` compares). The session runs three times: on the
+max |want|, as `tests/e2e/test_hf_models.py` compares). The session runs three times: on the
 inputs of seed 0, on those of seed 1 (a replayed CUDA graph must read the new inputs),
 and with ``device_outputs=True`` on torch CUDA tensors where torch is installed.
 
@@ -33,7 +33,7 @@ import tmlir
 from tmlir.backends import ptx
 from tmlir.backends.cuda_runtime import cuda_available
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "examples" / "models"
 MANIFEST = json.loads((MODELS / "models.json").read_text())["models"]
 NAMES = [*sorted(MANIFEST), "mlp"]

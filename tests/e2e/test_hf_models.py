@@ -21,7 +21,7 @@ import tmlir
 from tmlir.backends import ptx
 from tmlir.runtime.runners import EmuRunner
 
-MODELS = Path(__file__).parent.parent / "examples" / "models"
+MODELS = Path(__file__).resolve().parents[2] / "examples" / "models"
 MANIFEST = json.loads((MODELS / "models.json").read_text())["models"]
 RTOL = 1e-4
 #: Kernels per model with fusion (without: 36, 99, 78, 62 and 73).

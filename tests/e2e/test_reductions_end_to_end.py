@@ -1,5 +1,5 @@
 """Softmax, LogSoftmax, LayerNormalization, the Reduce ops and pooling through the whole
-pipeline on emu: against onnxruntime (rtol 1e-4, atol 1e-5, as tests/test_end_to_end.py),
+pipeline on emu: against onnxruntime (rtol 1e-4, atol 1e-5, as tests/e2e/test_end_to_end.py),
 and against float64 numpy with a relative error (max abs error / max abs reference)
 below 1e-5; every emitted kernel compiles to PTX with NVRTC for sm_80 and sm_90, and one
 model's whole program with nvcc."""

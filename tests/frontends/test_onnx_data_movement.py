@@ -1,7 +1,7 @@
 """The ONNX frontend's data-movement operators: the graph ops and properties they import to
 in each opset's form (attributes before inputs), the normalization of their constant
 inputs, and one-line errors for what is not supported. Numerical checks are in
-tests/test_data_movement.py (emu against onnxruntime)."""
+tests/e2e/test_data_movement.py (emu against onnxruntime)."""
 
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ EXPECTED_FAILURES = {  # test name prefix -> the reason it fails for
 }
 # test_resize_downsample_scales_linear_align_corners: 2x4 scaled by 0.6 to 1x2. ONNX's
 # reference maps x to x * (n - 1) / (scale * n - 1) (with the unrounded output size 2.4);
-# onnxruntime, and tmlir, use the output size 2 (x * 3 / 1), which tests/test_data_movement.py
+# onnxruntime, and tmlir, use the output size 2 (x * 3 / 1), which tests/e2e/test_data_movement.py
 # checks against onnxruntime.
 
 

@@ -59,7 +59,7 @@ def test_memory_plan_keeps_outputs_and_reports_its_saving():
 
 
 def test_memory_report_of_a_dynamic_model_waits_for_a_run():
-    from test_dynamic_shapes import dynamic_mlp
+    from models import dynamic_mlp
 
     session = tmlir.InferenceSession(dynamic_mlp(), device="emu")
     with pytest.raises(tmlir.SessionError, match="has not run yet"):
@@ -120,7 +120,7 @@ def test_torch_and_cupy_arrays_in_and_out():
 
 @gpu_test
 def test_each_input_shape_gets_its_own_graph():
-    from test_dynamic_shapes import dynamic_mlp
+    from models import dynamic_mlp
 
     model = dynamic_mlp()
     cuda = tmlir.InferenceSession(model, device="cuda")
