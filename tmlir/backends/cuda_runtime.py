@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from tmlir.backends.kernel_abi import KernelParam, KernelSignature
+from tmlir.gpu_limits import MAX_STATIC_SHARED_BYTES
 
 #: numpy dtypes of the element types a kernel pointer parameter may point to.
 POINTER_DTYPES: dict[str, np.dtype] = {
@@ -30,7 +31,6 @@ POINTER_DTYPES: dict[str, np.dtype] = {
 SCALAR_DTYPES: dict[str, np.dtype] = {
     "int": np.dtype(np.int32), "long long": np.dtype(np.int64), "float": np.dtype(np.float32),
 }
-_MAX_STATIC_SHARED = 48 * 1024
 
 #: Device 0 and its retained primary context, once the driver is initialized.
 _CONTEXT: tuple[Any, Any] | None = None
@@ -328,7 +328,7 @@ class CudaModule:
         sig, func = self.kernels[name]
         params, _values = pack_args(sig, args)
         _context()
-        if shared_bytes > _MAX_STATIC_SHARED:
+        if shared_bytes > MAX_STATIC_SHARED_BYTES:
             attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             _call(driver.cuFuncSetAttribute, func, attr, shared_bytes)
         _call(driver.cuLaunchKernel, func, *_dims(grid, "grid"), *_dims(block, "block"),

@@ -32,6 +32,7 @@ import numpy as np
 
 from tmlir.backends.cache import cache_key, cached_file
 from tmlir.backends.kernel_abi import KernelParam, KernelSignature
+from tmlir.gpu_limits import MAX_THREADS_PER_BLOCK
 
 HEADER = Path(__file__).with_name("tmlir_emu.h")
 CXX = "g++"
@@ -50,7 +51,6 @@ SCALAR_CTYPES: dict[str, type[ctypes._SimpleCData]] = {
     "long long": ctypes.c_int64,
     "float": ctypes.c_float,
 }
-MAX_BLOCK_THREADS = 1024
 MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
 DIAGNOSTIC_LINES = 20
@@ -141,9 +141,9 @@ class EmuModule:
             raise EmuError(f"unknown kernel {name!r} (this module has: {known})")
         grid3 = _dims(name, "grid", grid, MAX_GRID)
         block3 = _dims(name, "block", block, MAX_BLOCK)
-        if block3[0] * block3[1] * block3[2] > MAX_BLOCK_THREADS:
+        if block3[0] * block3[1] * block3[2] > MAX_THREADS_PER_BLOCK:
             raise EmuError(f"kernel {name!r}: block {block3} has more than "
-                           f"{MAX_BLOCK_THREADS} threads")
+                           f"{MAX_THREADS_PER_BLOCK} threads")
         if len(args) != len(kernel.params):
             raise EmuError(f"kernel {name!r} takes {len(kernel.params)} arguments "
                            f"({', '.join(p.name for p in kernel.params)}), got {len(args)}")
