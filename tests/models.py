@@ -55,3 +55,18 @@ def dynamic_mlp() -> onnx.ModelProto:
     for value in (*model.graph.input, *model.graph.output):
         value.type.tensor_type.shape.dim[0].dim_param = "N"
     return model
+
+
+def manifest_feed(inputs: dict[str, dict], seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded inputs as a model of ``examples/models/models.json`` describes them (its
+    ``inputs``): normal floats, integers (token ids) drawn from their ``range``."""
+    rng = np.random.default_rng(seed)
+    arrays = {}
+    for name, spec in inputs.items():
+        if spec["dtype"] == "float32":
+            arrays[name] = rng.standard_normal(spec["shape"]).astype(np.float32)
+        else:
+            low, high = spec["range"]
+            arrays[name] = rng.integers(low, high, spec["shape"]).astype(spec["dtype"])
+    return arrays
+

@@ -26,8 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from models import run_onnxruntime
-from test_hf_models import feed as manifest_feed
+from models import manifest_feed, run_onnxruntime
 
 import tmlir
 from tmlir.backends import ptx
@@ -63,7 +62,7 @@ def feed(name: str, seed: int) -> dict[str, np.ndarray]:
     if name == "mlp":
         rng = np.random.default_rng(seed)
         return {"input": rng.standard_normal((16, 784)).astype(np.float32)}
-    return manifest_feed(name, seed)
+    return manifest_feed(MANIFEST[name]["inputs"], seed)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from models import run_onnxruntime
+from models import manifest_feed, run_onnxruntime
 
 import tmlir
 from tmlir.backends import ptx
@@ -29,15 +29,7 @@ FUSED_KERNELS = {"resnet": 19, "mobilenet_v2": 54, "bert": 28, "gpt2": 23, "vit"
 
 
 def feed(name: str, seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    arrays = {}
-    for input_name, spec in MANIFEST[name]["inputs"].items():
-        if spec["dtype"] == "float32":
-            arrays[input_name] = rng.standard_normal(spec["shape"]).astype(np.float32)
-        else:
-            low, high = spec["range"]
-            arrays[input_name] = rng.integers(low, high, spec["shape"]).astype(spec["dtype"])
-    return arrays
+    return manifest_feed(MANIFEST[name]["inputs"], seed)
 
 
 def assert_plan_keeps_outputs(session, inputs, outputs):
