@@ -21,8 +21,9 @@ broadcast numpy-style.
 
 
 One module per op family: ``weight``, ``elementwise``, ``matmul``, ``reductions`` (reduce,
-softmax, normalization, pools), ``conv``, ``data_movement``, ``indexing`` (run-time indices),
-``logic`` (comparisons, logical ops, ``where``, ``cast``) and ``fused`` (fusion groups); shape
+softmax, normalization, pools), ``conv``, ``data_movement``, ``resize``, ``indexing``
+(run-time indices), ``logic`` (comparisons, logical ops, ``where``, ``cast``) and ``fused``
+(fusion groups); shape
 helpers in ``shapes``. Each module's ``__all__`` is what it adds to the dialect: its ops are
 registered and its names are importable from ``tmlir.dialects.graph``. What passes and
 schedules need to know about an op (``Injective``, ``AnyElementType``, ``NoOpWhen``) is
@@ -45,6 +46,7 @@ from tmlir.dialects.graph import (
     logic,
     matmul,
     reductions,
+    resize,
     weight,
 )
 from tmlir.dialects.graph.conv import *  # noqa: F403
@@ -55,12 +57,13 @@ from tmlir.dialects.graph.indexing import *  # noqa: F403
 from tmlir.dialects.graph.logic import *  # noqa: F403
 from tmlir.dialects.graph.matmul import *  # noqa: F403
 from tmlir.dialects.graph.reductions import *  # noqa: F403
+from tmlir.dialects.graph.resize import *  # noqa: F403
 from tmlir.dialects.graph.shapes import *  # noqa: F403
 from tmlir.dialects.graph.traits import *  # noqa: F403
 from tmlir.dialects.graph.weight import *  # noqa: F403
 
 FAMILIES: tuple[ModuleType, ...] = (weight, elementwise, matmul, reductions, conv, data_movement,
-                                    indexing, logic, fused)
+                                    resize, indexing, logic, fused)
 
 
 def family_ops(module: ModuleType) -> list[type[IRDLOperation]]:

@@ -14,11 +14,10 @@ entry per dim):
     %e = graph.expand %x : tensor<3x1xf32> -> tensor<2x3x4xf32>
     %d = graph.pad %x {pads = array<i64: 0, 1, 0, 2>, mode = "reflect"} : tensor<3x4xf32> -> tensor<3x7xf32>
     %l = graph.tile %x : tensor<2x3xf32> -> tensor<4x9xf32>
-    %z = graph.resize %x {mode = "linear", coordinate_transformation_mode = "half_pixel",
-             scales = array<f32: 1.0, 1.0, 2.0, 2.0>} : tensor<1x3x4x4xf32> -> tensor<1x3x8x8xf32>
 
 ``graph.reshape`` covers ONNX Reshape, Flatten, Squeeze and Unsqueeze: the result type says
-everything. Identity and Dropout (inference) import as no op at all.
+everything. Identity and Dropout (inference) import as no op at all. ``graph.resize`` is in
+``resize.py``.
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
     TensorType,
-    f32,
     i64,
 )
 from xdsl.ir import Attribute, SSAValue
@@ -56,10 +54,8 @@ from tmlir.dialects.graph.shapes import broadcast_shapes, tensor_shape
 from tmlir.dialects.graph.traits import AnyElementType, Injective, NoOpWhen
 
 __all__ = [
-    "COORDINATE_TRANSFORMATION_MODES",
-    "NEAREST_MODES",
+    "UnaryShapeOp",
     "PAD_MODES",
-    "RESIZE_MODES",
     "DEPTH_TO_SPACE_MODES",
     "ConcatOp",
     "DepthToSpaceOp",
@@ -68,7 +64,6 @@ __all__ = [
     "GatherOp",
     "PadOp",
     "ReshapeOp",
-    "ResizeOp",
     "SliceOp",
     "SplitOp",
     "TileOp",
@@ -76,10 +71,6 @@ __all__ = [
 ]
 
 PAD_MODES = ("constant", "reflect", "edge", "wrap")
-RESIZE_MODES = ("nearest", "linear")
-COORDINATE_TRANSFORMATION_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
-                                   "align_corners", "asymmetric")
-NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
 def _i64_array(values: Sequence[int]) -> DenseArrayBase:
@@ -104,7 +95,7 @@ def _check_result(result: Attribute, expected: Sequence[int]) -> None:
 DEPTH_TO_SPACE_MODES = ("DCR", "CRD")
 
 
-class _UnaryShapeOp(IRDLOperation):
+class UnaryShapeOp(IRDLOperation):
     """One tensor in, one tensor out: ``$input attr-dict : type -> type``."""
 
     input = operand_def(TensorType)
@@ -125,7 +116,7 @@ class _UnaryShapeOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ReshapeOp(_UnaryShapeOp):
+class ReshapeOp(UnaryShapeOp):
     """The same elements in the same (row-major) order, in another shape."""
 
     name = "graph.reshape"
@@ -139,7 +130,7 @@ class ReshapeOp(_UnaryShapeOp):
 
 
 @irdl_op_definition
-class TransposeOp(_UnaryShapeOp):
+class TransposeOp(UnaryShapeOp):
     """``result[i] = input[j]`` with ``j[perm[k]] = i[k]``: dim ``k`` of the result is dim
     ``perm[k]`` of the input."""
 
@@ -242,7 +233,7 @@ def _check_segments(shapes: Sequence[tuple[int, ...]], axis: int, what: str) -> 
 
 
 @irdl_op_definition
-class SliceOp(_UnaryShapeOp):
+class SliceOp(UnaryShapeOp):
     """``result[i] = input[starts + i * steps]`` (per dim): every dim starts somewhere and
     steps by a nonzero, possibly negative, amount; the result type gives the counts."""
 
@@ -279,7 +270,7 @@ class SliceOp(_UnaryShapeOp):
 
 
 @irdl_op_definition
-class GatherOp(_UnaryShapeOp):
+class GatherOp(UnaryShapeOp):
     """ONNX ``Gather`` with constant indices: ``result[a..., i..., b...] =
     input[a..., indices[i...], b...]`` with ``a`` the dims before ``axis``; the indices'
     shape is the part of the result shape that replaces ``axis`` (rank ``result - input +
@@ -328,7 +319,7 @@ class GatherOp(_UnaryShapeOp):
 
 
 @irdl_op_definition
-class ExpandOp(_UnaryShapeOp):
+class ExpandOp(UnaryShapeOp):
     """The input broadcast (numpy rules) to the result shape."""
 
     name = "graph.expand"
@@ -346,7 +337,7 @@ class ExpandOp(_UnaryShapeOp):
 
 
 @irdl_op_definition
-class PadOp(_UnaryShapeOp):
+class PadOp(UnaryShapeOp):
     """The input with ``pads`` (the begins of every dim, then the ends) added around it.
 
     ``mode``: ``constant`` (default; ``value``, default 0, fills the border; negative pads
@@ -411,7 +402,7 @@ class PadOp(_UnaryShapeOp):
 
 
 @irdl_op_definition
-class TileOp(_UnaryShapeOp):
+class TileOp(UnaryShapeOp):
     """The input repeated along every dim: ``result[i] = input[i % shape]``; each result
     extent is a multiple of the input's."""
 
@@ -426,64 +417,7 @@ class TileOp(_UnaryShapeOp):
                                   f"shape {list(shape)}")
 
 
-@irdl_op_definition
-class ResizeOp(_UnaryShapeOp):
-    """ONNX ``Resize`` (opset 11 on) in ``nearest`` or ``linear`` mode: each result
-    coordinate ``x`` maps to an input coordinate by ``coordinate_transformation_mode`` and
-    the dim's scale (``half_pixel``: ``(x + 0.5) / scale - 0.5``; ``asymmetric``:
-    ``x / scale``; ``align_corners``: ``x * (n - 1) / (m - 1)``; ...), which ``nearest``
-    rounds by ``nearest_mode`` (default ``round_prefer_floor``) and ``linear`` interpolates
-    between its two neighbours (multilinear over the resized dims), clamped to the input.
-    The result type gives the output sizes; a dim with scale 1 is copied."""
-
-    name = "graph.resize"
-    mode = prop_def(StringAttr)
-    coordinate_transformation_mode = prop_def(StringAttr)
-    nearest_mode = opt_prop_def(StringAttr)
-    scales = prop_def(DenseArrayBase.constr(f32))
-    traits = traits_def(NoOpWhen(lambda op: all(s == 1.0 for s in op.scale_values)))
-
-    def __init__(self, input: SSAValue, result_type: TensorType, scales: Sequence[float],
-                 mode: str, coordinate_transformation_mode: str,
-                 nearest_mode: str | None = None) -> None:
-        properties: dict[str, Attribute] = {
-            "mode": StringAttr(mode),
-            "coordinate_transformation_mode": StringAttr(coordinate_transformation_mode),
-            "scales": DenseArrayBase.from_list(f32, [float(v) for v in scales]),
-        }
-        if nearest_mode is not None and nearest_mode != "round_prefer_floor":
-            properties["nearest_mode"] = StringAttr(nearest_mode)
-        super().__init__(input, result_type, properties)
-
-    @property
-    def scale_values(self) -> tuple[float, ...]:
-        return tuple(float(v) for v in self.scales.get_values())
-
-    @property
-    def nearest_mode_value(self) -> str:
-        return "round_prefer_floor" if self.nearest_mode is None else self.nearest_mode.data
-
-    def verify_(self) -> None:
-        shape, out = self.shapes()
-        for what, value, choices in (
-                ("mode", self.mode.data, RESIZE_MODES),
-                ("coordinate_transformation_mode", self.coordinate_transformation_mode.data,
-                 COORDINATE_TRANSFORMATION_MODES),
-                ("nearest_mode", self.nearest_mode_value, NEAREST_MODES)):
-            if value not in choices:
-                raise VerifyException(f"unknown {what} \"{value}\", expected one of "
-                                      f"{', '.join(choices)}")
-        scales = self.scale_values
-        if len(scales) != len(shape) or len(out) != len(shape):
-            raise VerifyException(f"expected {len(shape)} scales and a result of rank "
-                                  f"{len(shape)}, got {len(scales)} and rank {len(out)}")
-        if any(not s > 0 for s in scales):
-            raise VerifyException(f"scales {list(scales)} must be positive")
-        if any(n == 0 and m != 0 for n, m in zip(shape, out)):
-            raise VerifyException("cannot resize an empty dim to a non-empty one")
-
-
-class _BlockRearrangeOp(_UnaryShapeOp):
+class _BlockRearrangeOp(UnaryShapeOp):
     """Moves ``blocksize x blocksize`` spatial blocks of an NCHW tensor to or from its
     channels, in ``mode`` DCR or CRD; `expected` is the result shape of an input shape."""
 

@@ -1,0 +1,296 @@
+"""The elements of the data-movement ops: where each output element comes from.
+
+An `Element` is the value of output element ``i`` from a `Load` of operand elements at
+coordinates it computes (index arithmetic only: nothing is stored). The data-movement
+template (``data_movement.py``) stores it, one thread per output element; post-scheduling
+fusion (``fusion.py``) evaluates the same `Element` inside another kernel, with loads that
+compute the operands in turn.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from xdsl.dialects import arith, scf
+from xdsl.dialects import math as xmath
+from xdsl.dialects.builtin import Float32Type, IndexType, IntegerType
+from xdsl.ir import Attribute, Block, SSAValue
+
+from tmlir.ir.builder import Index, IRBuilder
+from tmlir.schedules.common import broadcast_index
+
+MAX_GATHER_TABLE = 256
+"""Constant gather indices that are no progression become a select chain up to this size."""
+
+Load = Callable[[int, Sequence[Index]], SSAValue]
+"""The element of operand ``k`` at tensor coordinates (none for a rank-0 operand)."""
+
+Element = Callable[[IRBuilder, list[Index], Load], SSAValue]
+"""The result's element at coordinates ``i``, from the operands' elements (`Load`): what a
+data-movement kernel stores, and what a fused kernel computes in place of a load."""
+
+
+def transpose_element(perm: Sequence[int]) -> Element:
+    """``out[i] = x[j]`` with ``j[perm[k]] = i[k]``."""
+    def element(b: IRBuilder, i: list[Index], load: Load) -> SSAValue:
+        j: list[Index] = [0] * len(perm)
+        for k, p in enumerate(perm):
+            j[p] = i[k]
+        return load(0, j)
+    return element
+
+
+def slice_element(starts: Sequence[int], steps: Sequence[int]) -> Element:
+    """``out[i] = x[starts + i * steps]`` (a negative step counts down from its start)."""
+    def element(b: IRBuilder, i: list[Index], load: Load) -> SSAValue:
+        return load(0, [b.add(start, b.mul(c, step)) if step > 0 else b.sub(start, b.mul(c, -step))
+                        for c, start, step in zip(i, starts, steps)])
+    return element
+
+
+def expand_element(in_shape: Sequence[int], out_shape: Sequence[int]) -> Element:
+    """numpy broadcasting of `in_shape` to `out_shape`."""
+    return lambda b, i, load: load(0, broadcast_index(i, out_shape, in_shape))
+
+
+def tile_element(in_shape: Sequence[int], out_shape: Sequence[int]) -> Element:
+    """``out[i] = x[i % in_shape]`` (no remainder along dims that are not repeated)."""
+    return lambda b, i, load: load(0, [c if n == o else b.rem(c, n)
+                                       for c, n, o in zip(i, in_shape, out_shape)])
+
+
+def depth_to_space_element(channels: int, block: int, mode: str) -> Element:
+    """``out[n, c, h * b + i, w * b + j] = x[n, k, h, w]``: ``k = (i * b + j) * channels + c``
+    in ``DCR`` mode, ``c * b * b + i * b + j`` in ``CRD`` (`channels`: the result's)."""
+    def element(b: IRBuilder, i: list[Index], load: Load) -> SSAValue:
+        n, c, y, x = i
+        offset = b.add(b.mul(b.rem(y, block), block), b.rem(x, block))
+        k = (b.add(b.mul(offset, channels), c) if mode == "DCR"
+             else b.add(b.mul(c, block * block), offset))
+        return load(0, [n, k, b.div(y, block), b.div(x, block)])
+    return element
+
+
+def space_to_depth_element(channels: int, block: int, mode: str) -> Element:
+    """``out[n, k, h, w] = x[n, c, h * b + i, w * b + j]``: ``k = (i * b + j) * channels + c``
+    in ``DCR`` mode, ``c * b * b + i * b + j`` in ``CRD`` (`channels`: the input's)."""
+    def element(b: IRBuilder, i: list[Index], load: Load) -> SSAValue:
+        n, k, h, w = i
+        if mode == "DCR":
+            c, offset = b.rem(k, channels), b.div(k, channels)
+        else:
+            c, offset = b.div(k, block * block), b.rem(k, block * block)
+        return load(0, [n, c, b.add(b.mul(h, block), b.div(offset, block)),
+                        b.add(b.mul(w, block), b.rem(offset, block))])
+    return element
+
+
+def gather_element(in_shape: Sequence[int], out_shape: Sequence[int], axis: int,
+                   indices: Sequence[int]) -> Element:
+    """``out[a, k, c] = x[a, indices[k], c]`` (``a``: the dims before `axis`; ``k``: the
+    index dims, ``c``: the dims after), `indices` constant, row-major and non-negative.
+    Raises ValueError for a table it cannot build (see `_lookup`)."""
+    index_rank = len(out_shape) - len(in_shape) + 1
+    index_shape = out_shape[axis:axis + index_rank]
+    _check_table(indices)
+
+    def element(b: IRBuilder, i: list[Index], load: Load) -> SSAValue:
+        flat: Index = 0
+        for c, n in zip(i[axis:axis + index_rank], index_shape):
+            flat = b.add(b.mul(flat, n), c)
+        return load(0, [*i[:axis], _lookup(b, flat, indices), *i[axis + index_rank:]])
+    return element
+
+
+def _is_progression(table: Sequence[int]) -> bool:
+    step = table[1] - table[0] if len(table) > 1 else 0
+    return all(later - earlier == step for earlier, later in itertools.pairwise(table))
+
+
+def _check_table(table: Sequence[int]) -> None:
+    if len(table) > MAX_GATHER_TABLE and not _is_progression(table):
+        raise ValueError(f"{len(table)} gather indices that are not a progression (at most "
+                         f"{MAX_GATHER_TABLE} are supported)")
+
+
+def _lookup(b: IRBuilder, k: Index, table: Sequence[int]) -> Index:
+    """``table[k]`` as index arithmetic: ``first + k * step`` for a progression, else a
+    chain of selects on ``k`` (at most MAX_GATHER_TABLE entries)."""
+    if isinstance(k, int) or len(table) == 1:
+        return table[k if isinstance(k, int) else 0]
+    if _is_progression(table):
+        step = table[1] - table[0]
+        return b.add(table[0], b.mul(k, step)) if step >= 0 else b.sub(table[0], b.mul(k, -step))
+    result: SSAValue = b.value(table[-1])
+    for position in range(len(table) - 2, -1, -1):
+        hit = b.eq(k, position)
+        result = b.fop(arith.SelectOp, hit, b.value(table[position]), result)
+    result.name_hint = "index"
+    return result
+
+
+def pad_element(in_shape: Sequence[int], pads: Sequence[int], mode: str, value: float,
+                element_type: Attribute) -> Element:
+    """`pads`: the begins of every dim, then the ends (negative: crop, constant mode
+    only); `mode` one of ``graph.PAD_MODES``."""
+    rank = len(in_shape)
+    pairs = list(zip(pads[:rank], pads[rank:]))
+
+    def element(b: IRBuilder, i: list[Index], load: Load) -> SSAValue:
+        if mode != "constant":
+            return load(0, [_border_index(b, mode, c, n, begin) if begin or end else c
+                            for c, n, (begin, end) in zip(i, in_shape, pairs)])
+        checks = []
+        for c, n, (begin, end) in zip(i, in_shape, pairs):
+            if begin > 0:
+                checks.append(b.ge(c, begin))
+            if end > 0:
+                checks.append(b.lt(c, begin + n))
+        inside = b.all_of(checks)
+        if inside is not None:
+            inside.name_hint = "inside"
+
+        def source() -> SSAValue:  # computed where it is in range
+            return load(0, [b.sub(c, begin) if begin >= 0 else b.add(c, -begin)
+                            for c, (begin, _) in zip(i, pairs)])
+
+        return b.value_if(inside, source, value, element_type, "v")
+    return element
+
+
+def _border_index(b: IRBuilder, mode: str, c: Index, n: int, begin: int) -> Index:
+    """The source index along a dim padded by `begin` (>= 0) in `mode`: ``c - begin`` in
+    the middle; selects pick the edge or the mirror outside it, a remainder wraps."""
+    if mode == "wrap":
+        return b.rem(b.add(c, (-begin) % n), n)
+    middle = b.insert(arith.SubiOp(b.value(c), b.value(begin))).results[0] if begin else c
+    if mode == "edge":
+        before, after = b.value(0), b.value(n - 1)
+    else:  # reflect: c < begin reads begin - c, c >= begin + n reads 2 (n - 1) + begin - c
+        before = b.insert(arith.SubiOp(b.value(begin), b.value(c))).results[0] if begin \
+            else b.value(0)
+        after = b.insert(arith.SubiOp(b.value(2 * (n - 1) + begin), b.value(c))).results[0]
+    inner = b.fop(arith.SelectOp, b.lt(c, begin + n), middle, after)
+    return b.fop(arith.SelectOp, b.lt(c, begin), before, inner) if begin else inner
+
+
+def concat_element(extents: Sequence[int], axis: int, element_type: Attribute) -> Element:
+    """The element of the input whose segment of `axis` holds the coordinate: ``if`` on
+    the segment bounds, innermost the last input (empty inputs are skipped)."""
+    bounds = list(itertools.accumulate(extents))
+    pieces = [k for k, n in enumerate(extents) if n > 0]
+
+    def element(b: IRBuilder, i: list[Index], load: Load) -> SSAValue:
+        def from_input(k: int) -> SSAValue:
+            offset = bounds[k] - extents[k]
+            return load(k, [*i[:axis], b.sub(i[axis], offset), *i[axis + 1:]])
+
+        def select(rest: list[int]) -> SSAValue:
+            k, *others = rest
+            if not others:
+                return from_input(k)
+            inside = b.lt(i[axis], bounds[k], f"in{k}")
+            return _either(b, inside, lambda: from_input(k), lambda: select(others),
+                           element_type)
+
+        return select(pieces)
+    return element
+
+
+def _either(b: IRBuilder, condition: SSAValue, then: Callable[[], SSAValue],
+            otherwise: Callable[[], SSAValue], element_type: Attribute) -> SSAValue:
+    """``condition ? then() : otherwise()``, each computed only in its branch."""
+    then_block, other_block = Block(), Block()
+    with b.at(then_block):
+        b.insert(scf.YieldOp(then()))
+    with b.at(other_block):
+        b.insert(scf.YieldOp(otherwise()))
+    return b.insert(scf.IfOp(condition, [element_type], [then_block], [other_block]),
+                    "v").results[0]
+
+
+def resize_element(in_shape: Sequence[int], out_shape: Sequence[int],
+                   scales: Sequence[float], mode: str, coordinate_transformation_mode: str,
+                   nearest_mode: str = "round_prefer_floor") -> Element:
+    """ONNX ``Resize`` (see ``graph.ResizeOp``): per resized dim, the output coordinate
+    becomes an input coordinate in f32 (as onnxruntime computes it); ``nearest`` rounds and
+    clamps it, ``linear`` clamps it and blends its two neighbours, dim after dim."""
+    ctm = coordinate_transformation_mode
+
+    def source(b: IRBuilder, c: Index, n: int, m: int, scale: float) -> SSAValue | int:
+        """The input coordinate (f32) of output coordinate `c`, or an int if constant."""
+        if ctm in ("pytorch_half_pixel", "align_corners") and m == 1:
+            return 0
+        x = _to_f32(b, c)
+        if ctm == "align_corners":
+            x = b.fop(arith.MulfOp, x, b.f32(float(n - 1)))
+            return b.fop(arith.DivfOp, x, b.f32(float(m - 1)))
+        if ctm == "asymmetric":
+            return b.fop(arith.DivfOp, x, b.f32(scale))
+        x = b.fop(arith.DivfOp, b.fop(arith.AddfOp, x, b.f32(0.5)), b.f32(scale))
+        x = b.fop(arith.SubfOp, x, b.f32(0.5))
+        if ctm == "half_pixel_symmetric":
+            offset = n / 2 * (1 - m / (scale * n))
+            x = b.fop(arith.AddfOp, x, b.f32(float(np.float32(offset))))
+        return x
+
+    def clamp(b: IRBuilder, x: SSAValue, n: int) -> SSAValue:
+        x = b.fop(arith.MaximumfOp, x, b.f32(0.0))
+        return b.fop(arith.MinimumfOp, x, b.f32(float(n - 1)))
+
+    def element(b: IRBuilder, i: list[Index], load: Load) -> SSAValue:
+        j: list[Index] = list(i)
+        blends: list[tuple[int, Index, Index, SSAValue]] = []  # (dim, low, high, weight)
+        for d, (c, n, m, scale) in enumerate(zip(i, in_shape, out_shape, scales)):
+            if n == 1 or (scale == 1.0 and n == m):
+                j[d] = 0 if n == 1 else c
+                continue
+            x = source(b, c, n, m, scale)
+            if isinstance(x, int):
+                j[d] = x
+            elif mode == "nearest":
+                rounding = {"round_prefer_floor": (xmath.CeilOp, -0.5),
+                            "round_prefer_ceil": (xmath.FloorOp, 0.5),
+                            "floor": (xmath.FloorOp, 0.0), "ceil": (xmath.CeilOp, 0.0)}
+                op_type, shift = rounding[nearest_mode]
+                if shift:
+                    x = b.fop(arith.AddfOp, x, b.f32(shift))
+                j[d] = _to_index(b, clamp(b, b.fop(op_type, x), n), f"src{d}")
+            else:
+                x = clamp(b, x, n)
+                x.name_hint = f"x{d}"
+                low = _to_index(b, x, f"low{d}")
+                high = b.fop(arith.SelectOp, b.lt(low, n - 1), b.value(b.add(low, 1)),
+                             b.value(n - 1), name=f"high{d}")
+                weight = b.fop(arith.SubfOp, x, _to_f32(b, low), name=f"w{d}")
+                blends.append((d, low, high, weight))
+
+        def blend(level: int, at: list[Index]) -> SSAValue:
+            if level == len(blends):
+                return load(0, at)
+            d, low, high, weight = blends[level]
+            v0 = blend(level + 1, [*at[:d], low, *at[d + 1:]])
+            v1 = blend(level + 1, [*at[:d], high, *at[d + 1:]])
+            one_minus = b.fop(arith.SubfOp, b.f32(1.0), weight)
+            return b.fop(arith.AddfOp, b.fop(arith.MulfOp, v0, one_minus),
+                         b.fop(arith.MulfOp, v1, weight))
+
+        return blend(0, j)
+    return element
+
+
+def _to_f32(b: IRBuilder, i: Index) -> SSAValue:
+    if isinstance(i, int):
+        return b.f32(float(i))
+    as_int = b.insert(arith.IndexCastOp(i, IntegerType(32))).results[0]
+    return b.insert(arith.SIToFPOp(as_int, Float32Type())).results[0]
+
+
+def _to_index(b: IRBuilder, x: SSAValue, name: str) -> SSAValue:
+    """A non-negative f32 truncated to an index."""
+    as_int = b.insert(arith.FPToSIOp(x, IntegerType(32))).results[0]
+    return b.insert(arith.IndexCastOp(as_int, IndexType()), name).results[0]
+
+
