@@ -23,7 +23,7 @@ source index). ``tm-lower-mappings`` unravels ``gid`` into the coordinates and g
   kernel for all outputs, over the input, the mirror image.
 
 Every op but split is written as an `Element` (``data_movement_elements.py``): the value
-of output element ``i`` from a `Load` of its operands' elements, registered here for its op
+of output element ``i`` from a `Load` of its operands' elements, registered there for its op
 type with ``@element_of_op``. `data_movement_op_kernel`, the kernel builder of every
 registered op (and split), stores it (``out[i] = element(i)``, loads being ``tm.load``s of
 the kernel's arguments); post-scheduling fusion evaluates the same `Element` inside another
@@ -46,17 +46,10 @@ from tmlir.ir.builder import Index, IRBuilder
 from tmlir.mapping import spatial
 from tmlir.schedules.common import kernel_attributes, name_args
 from tmlir.schedules.data_movement_elements import (
-    Element,
-    concat_element,
-    depth_to_space_element,
-    expand_element,
-    gather_element,
-    pad_element,
-    resize_element,
-    slice_element,
-    space_to_depth_element,
-    tile_element,
-    transpose_element,
+    comma_list,
+    element_for,
+    element_op_types,
+    shape_of,
 )
 from tmlir.schedules.registry import schedules
 
@@ -112,9 +105,6 @@ def buffer_indices(indices: Sequence[Index]) -> list[Index]:
     return list(indices) or [0]
 
 
-def _csv(values: Sequence[int]) -> str:
-    return ",".join(map(str, values))
-
 
 def split_kernel(name: str, in_shape: Sequence[int], out_shapes: Sequence[Sequence[int]],
                  axis: int,
@@ -132,7 +122,7 @@ def split_kernel(name: str, in_shape: Sequence[int], out_shapes: Sequence[Sequen
             _in_segment(b, condition, fill)
 
     return data_movement_kernel(name, "split", [in_shape], out_shapes, in_shape, body,
-                                {"axis": axis, "sizes": _csv(extents)}, params,
+                                {"axis": axis, "sizes": comma_list(extents)}, params,
                                 element)
 
 
@@ -163,108 +153,7 @@ def _in_segment(b: IRBuilder, condition: SSAValue | None, fill: Callable[[], Non
 
 # -- graph ops --------------------------------------------------------------------------------
 
-def _shape(value: SSAValue) -> tuple[int, ...]:
-    return tuple(value.type.get_shape())  # type: ignore[attr-defined]
-
-
-ElementBuilder = Callable[[Operation], tuple[Element, dict[str, int | str]]]
-"""The `Element` of one data-movement op and the parameters its kernel header shows."""
-
-_ELEMENTS: dict[type[Operation], ElementBuilder] = {}
-
-
-def element_of_op(*op_types: type[Operation]) -> Callable[[ElementBuilder], ElementBuilder]:
-    """Register the decorated function as the element builder of `op_types`: their kernels
-    are `data_movement_op_kernel`'s, and fusion computes them inside other kernels."""
-    def register(builder: ElementBuilder) -> ElementBuilder:
-        for op_type in op_types:
-            assert op_type not in _ELEMENTS, f"{op_type.__name__} already has an element"
-            _ELEMENTS[op_type] = builder
-        return builder
-    return register
-
-
-def element_for(op: Operation) -> tuple[Element, dict[str, int | str]]:
-    """The `Element` of a data-movement op but split (an `Injective` op without an element
-    function) and the parameters its kernel header shows. Raises ValueError for what the
-    template cannot do."""
-    builder = _ELEMENTS.get(type(op))
-    if builder is None:
-        raise AssertionError(f"not an element op: {op.name}")
-    return builder(op)
-
-
-def _result_element_type(op: Operation) -> Attribute:
-    return op.results[0].type.get_element_type()  # type: ignore[attr-defined]
-
-
-@element_of_op(graph.TransposeOp)
-def _transpose(op: graph.TransposeOp) -> tuple[Element, dict[str, int | str]]:
-    return transpose_element(op.permutation), {"perm": _csv(op.permutation)}
-
-
-@element_of_op(graph.SliceOp)
-def _slice(op: graph.SliceOp) -> tuple[Element, dict[str, int | str]]:
-    starts, steps = op.starts.get_values(), op.steps.get_values()
-    return slice_element(starts, steps), {"starts": _csv(starts), "steps": _csv(steps)}
-
-
-@element_of_op(graph.GatherOp)
-def _gather(op: graph.GatherOp) -> tuple[Element, dict[str, int | str]]:
-    element = gather_element(_shape(op.input), _shape(op.result), op.axis_value, op.index_values)
-    return element, {"axis": op.axis_value, "indices": len(op.index_values)}
-
-
-@element_of_op(graph.ExpandOp)
-def _expand(op: graph.ExpandOp) -> tuple[Element, dict[str, int | str]]:
-    return expand_element(_shape(op.input), _shape(op.result)), {}
-
-
-@element_of_op(graph.TileOp)
-def _tile(op: graph.TileOp) -> tuple[Element, dict[str, int | str]]:
-    in_shape, out_shape = _shape(op.input), _shape(op.result)
-    repeats = [o // n if n else 1 for n, o in zip(in_shape, out_shape)]
-    return tile_element(in_shape, out_shape), {"repeats": _csv(repeats)}
-
-
-@element_of_op(graph.PadOp)
-def _pad(op: graph.PadOp) -> tuple[Element, dict[str, int | str]]:
-    pads = op.pads.get_values()
-    element = pad_element(_shape(op.input), pads, op.mode_value, op.pad_value,
-                          _result_element_type(op))
-    return element, {"mode": op.mode_value, "pads": _csv(pads)}
-
-
-@element_of_op(graph.ConcatOp)
-def _concat(op: graph.ConcatOp) -> tuple[Element, dict[str, int | str]]:
-    extents = [_shape(v)[op.axis_value] for v in op.inputs]
-    return (concat_element(extents, op.axis_value, _result_element_type(op)),
-            {"axis": op.axis_value, "sizes": _csv(extents)})
-
-
-@element_of_op(graph.ResizeOp)
-def _resize(op: graph.ResizeOp) -> tuple[Element, dict[str, int | str]]:
-    ctm = op.coordinate_transformation_mode.data
-    info: dict[str, int | str] = {"mode": op.mode.data, "coordinate_transformation_mode": ctm}
-    if op.mode.data == "nearest":
-        info["nearest_mode"] = op.nearest_mode_value
-    return resize_element(_shape(op.input), _shape(op.result), op.scale_values, op.mode.data,
-                          ctm, op.nearest_mode_value), info
-
-
-@element_of_op(graph.DepthToSpaceOp)
-def _depth_to_space(op: graph.DepthToSpaceOp) -> tuple[Element, dict[str, int | str]]:
-    element = depth_to_space_element(_shape(op.result)[1], op.block, op.mode.data)
-    return element, {"blocksize": op.block, "mode": op.mode.data}
-
-
-@element_of_op(graph.SpaceToDepthOp)
-def _space_to_depth(op: graph.SpaceToDepthOp) -> tuple[Element, dict[str, int | str]]:
-    element = space_to_depth_element(_shape(op.input)[1], op.block, op.mode.data)
-    return element, {"blocksize": op.block, "mode": op.mode.data}
-
-
-@schedules(graph.SplitOp, *_ELEMENTS)
+@schedules(graph.SplitOp, *element_op_types())
 def data_movement_op_kernel(name: str, op: Operation,
                             params: DataMovementParams = DataMovementParams()
                             ) -> tm.KernelOp | None:
@@ -273,11 +162,11 @@ def data_movement_op_kernel(name: str, op: Operation,
     what the template cannot do."""
     element_type = op.operands[0].type.get_element_type()  # type: ignore[attr-defined]
     if isinstance(op, graph.SplitOp):
-        return split_kernel(name, _shape(op.input), [_shape(v) for v in op.outputs],
+        return split_kernel(name, shape_of(op.input), [shape_of(v) for v in op.outputs],
                             op.axis_value, params, element_type)
     element, info = element_for(op)
-    in_shapes = [_shape(v) for v in op.operands]
-    out_shape = _shape(op.results[0])
+    in_shapes = [shape_of(v) for v in op.operands]
+    out_shape = shape_of(op.results[0])
 
     def body(b: IRBuilder, i: list[Index], xs: Sequence[SSAValue], outs: Sequence[SSAValue]):
         def load(k: int, at: Sequence[Index]) -> SSAValue:

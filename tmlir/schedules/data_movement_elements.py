@@ -16,8 +16,9 @@ import numpy as np
 from xdsl.dialects import arith, scf
 from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import Float32Type, IndexType, IntegerType
-from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from tmlir.dialects import graph
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.schedules.common import broadcast_index
 
@@ -293,4 +294,117 @@ def _to_index(b: IRBuilder, x: SSAValue, name: str) -> SSAValue:
     as_int = b.insert(arith.FPToSIOp(x, IntegerType(32))).results[0]
     return b.insert(arith.IndexCastOp(as_int, IndexType()), name).results[0]
 
+
+# -- the element of each graph op ----------------------------------------------------------
+
+def comma_list(values: Sequence[int]) -> str:
+    """``1,2,3``: how a kernel header shows a list parameter."""
+    return ",".join(map(str, values))
+
+
+def shape_of(value: SSAValue) -> tuple[int, ...]:
+    """The static shape of a tensor value."""
+    return tuple(value.type.get_shape())  # type: ignore[attr-defined]
+
+
+ElementBuilder = Callable[[Operation], tuple[Element, dict[str, int | str]]]
+"""The `Element` of one data-movement op and the parameters its kernel header shows."""
+
+_ELEMENTS: dict[type[Operation], ElementBuilder] = {}
+
+
+def element_of_op(*op_types: type[Operation]) -> Callable[[ElementBuilder], ElementBuilder]:
+    """Register the decorated function as the element builder of `op_types`: their kernels
+    are `data_movement_op_kernel`'s, and fusion computes them inside other kernels."""
+    def register(builder: ElementBuilder) -> ElementBuilder:
+        for op_type in op_types:
+            assert op_type not in _ELEMENTS, f"{op_type.__name__} already has an element"
+            _ELEMENTS[op_type] = builder
+        return builder
+    return register
+
+
+def element_for(op: Operation) -> tuple[Element, dict[str, int | str]]:
+    """The `Element` of a data-movement op but split (an `Injective` op without an element
+    function) and the parameters its kernel header shows. Raises ValueError for what the
+    template cannot do."""
+    builder = _ELEMENTS.get(type(op))
+    if builder is None:
+        raise AssertionError(f"not an element op: {op.name}")
+    return builder(op)
+
+
+def _result_element_type(op: Operation) -> Attribute:
+    return op.results[0].type.get_element_type()  # type: ignore[attr-defined]
+
+
+@element_of_op(graph.TransposeOp)
+def _transpose(op: graph.TransposeOp) -> tuple[Element, dict[str, int | str]]:
+    return transpose_element(op.permutation), {"perm": comma_list(op.permutation)}
+
+
+@element_of_op(graph.SliceOp)
+def _slice(op: graph.SliceOp) -> tuple[Element, dict[str, int | str]]:
+    starts, steps = op.starts.get_values(), op.steps.get_values()
+    return slice_element(starts, steps), {"starts": comma_list(starts), "steps": comma_list(steps)}
+
+
+@element_of_op(graph.GatherOp)
+def _gather(op: graph.GatherOp) -> tuple[Element, dict[str, int | str]]:
+    element = gather_element(shape_of(op.input), shape_of(op.result), op.axis_value, op.index_values)
+    return element, {"axis": op.axis_value, "indices": len(op.index_values)}
+
+
+@element_of_op(graph.ExpandOp)
+def _expand(op: graph.ExpandOp) -> tuple[Element, dict[str, int | str]]:
+    return expand_element(shape_of(op.input), shape_of(op.result)), {}
+
+
+@element_of_op(graph.TileOp)
+def _tile(op: graph.TileOp) -> tuple[Element, dict[str, int | str]]:
+    in_shape, out_shape = shape_of(op.input), shape_of(op.result)
+    repeats = [o // n if n else 1 for n, o in zip(in_shape, out_shape)]
+    return tile_element(in_shape, out_shape), {"repeats": comma_list(repeats)}
+
+
+@element_of_op(graph.PadOp)
+def _pad(op: graph.PadOp) -> tuple[Element, dict[str, int | str]]:
+    pads = op.pads.get_values()
+    element = pad_element(shape_of(op.input), pads, op.mode_value, op.pad_value,
+                          _result_element_type(op))
+    return element, {"mode": op.mode_value, "pads": comma_list(pads)}
+
+
+@element_of_op(graph.ConcatOp)
+def _concat(op: graph.ConcatOp) -> tuple[Element, dict[str, int | str]]:
+    extents = [shape_of(v)[op.axis_value] for v in op.inputs]
+    return (concat_element(extents, op.axis_value, _result_element_type(op)),
+            {"axis": op.axis_value, "sizes": comma_list(extents)})
+
+
+@element_of_op(graph.ResizeOp)
+def _resize(op: graph.ResizeOp) -> tuple[Element, dict[str, int | str]]:
+    ctm = op.coordinate_transformation_mode.data
+    info: dict[str, int | str] = {"mode": op.mode.data, "coordinate_transformation_mode": ctm}
+    if op.mode.data == "nearest":
+        info["nearest_mode"] = op.nearest_mode_value
+    return resize_element(shape_of(op.input), shape_of(op.result), op.scale_values, op.mode.data,
+                          ctm, op.nearest_mode_value), info
+
+
+@element_of_op(graph.DepthToSpaceOp)
+def _depth_to_space(op: graph.DepthToSpaceOp) -> tuple[Element, dict[str, int | str]]:
+    element = depth_to_space_element(shape_of(op.result)[1], op.block, op.mode.data)
+    return element, {"blocksize": op.block, "mode": op.mode.data}
+
+
+@element_of_op(graph.SpaceToDepthOp)
+def _space_to_depth(op: graph.SpaceToDepthOp) -> tuple[Element, dict[str, int | str]]:
+    element = space_to_depth_element(shape_of(op.input)[1], op.block, op.mode.data)
+    return element, {"blocksize": op.block, "mode": op.mode.data}
+
+
+def element_op_types() -> tuple[type[Operation], ...]:
+    """The op types with a registered element (the data-movement template schedules them)."""
+    return tuple(_ELEMENTS)
 

@@ -32,8 +32,7 @@ from xdsl.ir import Operation, SSAValue
 from tmlir.dialects import graph
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.schedules.common import broadcast_index
-from tmlir.schedules.data_movement import element_for
-from tmlir.schedules.data_movement_elements import Element, Load
+from tmlir.schedules.data_movement_elements import Element, Load, element_for
 from tmlir.schedules.elementwise_functions import element_function
 
 
