@@ -177,17 +177,14 @@ COMPLETE = doc_blocks("mlir")
 EXCERPTS = doc_blocks("mlir-excerpt")
 
 
-def _params(blocks: list[Block]) -> list:
-    return [pytest.param(b, id=b.where) for b in blocks]
 
-
-@pytest.mark.parametrize("block", _params(COMPLETE))
+@pytest.mark.parametrize("block", COMPLETE, ids=lambda b: b.where)
 def test_mlir_block_parses_and_verifies(block: Block):
     error = check_complete(block)
     assert error is None, error
 
 
-@pytest.mark.parametrize("block", _params(EXCERPTS))
+@pytest.mark.parametrize("block", EXCERPTS, ids=lambda b: b.where)
 def test_mlir_excerpt_occurs_in_its_source(block: Block):
     error = check_excerpt(block)
     assert error is None, error
