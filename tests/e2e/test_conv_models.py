@@ -60,7 +60,7 @@ def check(model, seed: int = 1) -> Checked:
 
 
 def templates(session: tmlir.InferenceSession) -> list[str]:
-    return [k.template for k in session.program.kernels]
+    return [k.template for k in session.program.launched()]
 
 
 def both(checked: Checked) -> list[str]:

@@ -97,12 +97,14 @@ def _int_literal(value: int, ctype: str) -> str:
 
 @dataclass(frozen=True)
 class KernelInfo:
-    """A kernel of the program: signature, threads per block, schedule template."""
+    """A kernel of the program: signature, threads per block, schedule template, and its
+    own CUDA C (`source`: comment header and function, compilable alone)."""
 
     signature: KernelSignature
     block: int
     template: str
     params: dict[str, int | float | str]
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,12 @@ class CudaProgram:
 
     def kernel(self, name: str) -> KernelInfo:
         return next(k for k in self.kernels if k.signature.name == name)
+
+    def launched(self) -> list[KernelInfo]:
+        """The kernel of each launch, in launch order (groups of the same structure launch
+        one kernel: ``convert-graph-to-tm`` builds each distinct kernel once)."""
+        by_name = {k.signature.name: k for k in self.kernels}
+        return [by_name[launch.kernel] for launch in self.launches]
 
 
 @dataclass
@@ -458,7 +466,7 @@ def emit_cuda(module: ModuleOp) -> CudaProgram:
         if isinstance(op, tmgpu.KernelOp):
             sig, text = _KernelPrinter(op).print()
             template, params = _params(op)
-            kernels[sig.name] = KernelInfo(sig, op.block.data, template, params)
+            kernels[sig.name] = KernelInfo(sig, op.block.data, template, params, text)
             chunks.append(text)
     functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
     buffers: tuple[BufferSpec, ...] = ()

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -45,6 +45,7 @@ from tmlir.dialects import graph, tm
 from tmlir.ir.builder import IRBuilder
 from tmlir.schedules.elementwise import elementwise_kernel
 from tmlir.schedules.fusion import anchor_of, fuse_group
+from tmlir.schedules.kernel_key import group_key
 from tmlir.schedules.templates import TunedParams, kernel_for
 
 
@@ -67,6 +68,7 @@ class _Lowering:
     numbers: Iterator[int]
     buffers: dict[SSAValue, SSAValue]
     destination: dict[SSAValue, SSAValue]
+    kernels: dict[Hashable, tuple[str, tuple[int, ...]] | None]
     tuned: TunedParams | None = None
 
     def kernel_name(self, op: Operation) -> str:
@@ -91,10 +93,6 @@ class _Lowering:
         return self.host.insert(tm.AllocOp("global", buffer_type(value.type)),
                                 value.name_hint).results[0]
 
-    def launch(self, kernel: tm.KernelOp, args: Sequence[SSAValue]) -> None:
-        self.function.parent_block().insert_op_before(kernel, self.function)
-        self.host.insert(tm.LaunchOp(kernel.sym_name.data, args))
-
     def schedule(self, members: Sequence[Operation], yielded: Sequence[SSAValue],
                  results: Sequence[SSAValue]) -> None:
         """Bufferize `results` (the group's values seen from outside, one per `yielded`
@@ -102,6 +100,12 @@ class _Lowering:
         for result in results:
             self.buffers[result] = self.result_buffer(result)
         inner = {y: self.buffers[r] for y, r in zip(yielded, results)}
+        key, canonical = group_key(members, yielded)
+        if key in self.kernels:  # a group of the same structure was scheduled: reuse its kernel
+            known = self.kernels[key]
+            if known is not None:
+                self.launch(known[0], [canonical[i] for i in known[1]], inner)
+            return
         try:
             anchor = anchor_of(members, yielded)
         except ValueError as exc:
@@ -109,6 +113,7 @@ class _Lowering:
         try:
             kernel = kernel_for(self.kernel_name(anchor), anchor, self.tuned)
             if kernel is None:  # the result has no elements
+                self.kernels[key] = None
                 return
             values: Sequence[SSAValue] = [*anchor.operands, *anchor.results]
             if len(members) > 1:
@@ -116,12 +121,21 @@ class _Lowering:
                 kernel, values = fused.kernel, fused.args
         except ValueError as exc:
             raise PassFailedException(f"convert-graph-to-tm: '{anchor.name}': {exc}") from exc
+        position = {value: i for i, value in reversed(list(enumerate(canonical)))}
+        self.kernels[key] = (kernel.sym_name.data, tuple(position[v] for v in values))
+        self.function.parent_block().insert_op_before(kernel, self.function)
+        self.launch(kernel.sym_name.data, values, inner)
+
+    def launch(self, kernel: str, values: Sequence[SSAValue],
+               inner: dict[SSAValue, SSAValue]) -> None:
+        """Launch `kernel` on the buffers of `values`: those of the graph, else of `inner`
+        (the group's yielded values), else new ones (results nobody reads)."""
         args = []
         for value in values:
             if value not in self.buffers and value not in inner:  # a result nobody reads
                 inner[value] = self.result_buffer(value)
             args.append(self.buffers[value] if value in self.buffers else inner[value])
-        self.launch(kernel, args)
+        self.host.insert(tm.LaunchOp(kernel, args))
 
     def copy(self, source: SSAValue, dest: SSAValue, ret: func.ReturnOp) -> None:
         """A kernel copying buffer `source` into `dest` (same shape)."""
@@ -129,7 +143,8 @@ class _Lowering:
         element = dest.type.element_type  # type: ignore[attr-defined]
         kernel = elementwise_kernel(self.kernel_name(ret), shape, [shape],
                                     lambda b, xs: xs[0], "x0", element_types=[element] * 2)
-        self.launch(kernel, [source, dest])
+        self.function.parent_block().insert_op_before(kernel, self.function)
+        self.host.insert(tm.LaunchOp(kernel.sym_name.data, [source, dest]))
 
 
 @dataclass(frozen=True)
@@ -150,6 +165,7 @@ class ConvertGraphToTm(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         numbers = itertools.count()
+        kernels: dict[Hashable, tuple[str, tuple[int, ...]] | None] = {}
         tuned = None
         if self.target_device:
             from tmlir.tuning.records import TuningTarget, recorded_params
@@ -159,10 +175,11 @@ class ConvertGraphToTm(ModulePass):
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
             signature = (*function.function_type.inputs, *function.function_type.outputs)
             if any(isinstance(t, TensorType) for t in signature):
-                _convert_function(function, numbers, tuned)
+                _convert_function(function, numbers, kernels, tuned)
 
 
 def _convert_function(function: func.FuncOp, numbers: Iterator[int],
+                      kernels: dict[Hashable, tuple[str, tuple[int, ...]] | None],
                       tuned: TunedParams | None = None) -> None:
     old = function.body.block
     ret = old.last_op
@@ -187,7 +204,8 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int],
         value = _reshape_source(value)
         if isinstance(value.owner, Operation) and not isinstance(value.owner, graph.WeightOp):
             destination.setdefault(value, arg)
-    state = _Lowering(function, IRBuilder.at_end(new_block), numbers, {}, destination, tuned)
+    state = _Lowering(function, IRBuilder.at_end(new_block), numbers, {}, destination,
+                      kernels, tuned)
     for prev, new in zip(old.args, new_block.args):
         state.buffers[prev] = state.view(new, prev)
 
