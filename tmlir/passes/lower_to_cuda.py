@@ -1,8 +1,8 @@
 """``lower-to-cuda``: the default pipeline from graph-level IR to the gpu level.
 
 ``graph-canonicalize`` → ``graph-fold-batchnorm`` → ``graph-partition`` →
-``convert-graph-to-tm`` → ``tm-lower-mappings`` → ``convert-tm-to-gpu`` → ``canonicalize``
-→ ``arith-simplify`` → ``canonicalize`` → ``cse``. ``tm-opt model.onnx -p lower-to-cuda -t
+``convert-graph-to-tm`` → ``tm-lower-mappings`` → ``convert-tm-to-gpu`` → ``arith-simplify``
+→ ``cse``. ``tm-opt model.onnx -p lower-to-cuda -t
 cuda`` prints the CUDA C of a model (``--print-between-passes`` shows the IR after each
 inner pass); ``-p 'lower-to-cuda{fusion=false}'`` leaves out
 ``graph-partition``, so every graph op gets a kernel of its own (the unfused baseline).
@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.passes import ModulePass
-from xdsl.transforms.canonicalize import CanonicalizePass
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 
 from tmlir.ir.pipeline import PipelinePass
@@ -37,9 +36,7 @@ def pipeline(fusion: bool = True, convert: ConvertGraphToTm | None = None
         convert or ConvertGraphToTm(),
         TmLowerMappings(),
         ConvertTmToGpu(),
-        CanonicalizePass(),
         ArithSimplify(),
-        CanonicalizePass(),
         CommonSubexpressionElimination(),
     )
 

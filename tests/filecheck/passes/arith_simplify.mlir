@@ -1,7 +1,7 @@
 // RUN: tm-opt %s --split-input-file --allow-unregistered-dialect -p arith-simplify | filecheck %s
 //
-// arith-simplify folds what canonicalize leaves: integer ops of constants (with C's int
-// semantics), ops decided by value ranges, logic with constants, and duplicate remui.
+// arith-simplify folds integer ops of constants (with C's int semantics), ops decided by
+// value ranges, logic with constants, and duplicate remui; constants leave loops.
 
 // CHECK-LABEL: tmgpu.kernel @constants
 // CHECK-NEXT:    %[[ZERO:[0-9]+]] = arith.constant 0 : index
@@ -38,11 +38,11 @@ tmgpu.kernel @constants(%out: memref<4xf32>) block(32) {
 // CHECK:         %tid = tmgpu.thread_id x
 // CHECK:         %[[C8:[0-9]+]] = arith.constant 8 : index
 // CHECK-NEXT:    %hi = arith.divui %tid, %[[C8]] : index
-// CHECK:         scf.for %i =
+// CHECK:         %[[C27:[0-9]+]] = arith.constant 27 : index
+// CHECK-NEXT:    scf.for %i =
 // CHECK-NEXT:      %[[SCALED:scaled]] = arith.muli %hi, %[[C8]] : index
 // CHECK-NEXT:      %[[SUM:sum]] = arith.addi %[[SCALED]], %i : index
 // CHECK-NEXT:      %[[IN:[0-9]+]] = arith.constant true
-// CHECK-NEXT:      %[[C27:[0-9]+]] = arith.constant 27 : index
 // CHECK-NEXT:      %edge = arith.cmpi ult, %[[SUM]], %[[C27]] : index
 // CHECK-NEXT:      "test.keep"(%edge) : (i1) -> ()
 // CHECK-NEXT:      %[[NONE:[0-9]+]] = arith.constant false
@@ -148,4 +148,50 @@ tmgpu.kernel @remainders(%out: memref<4xf32>) block(32) {
   }
   %e = arith.remui %x, %c8 : index
   "test.use"(%e) : (index) -> ()
+}
+
+// -----
+
+// What canonicalize did before this pass took its place: a one-trip loop is inlined with
+// its induction variable bound to the lower bound, a zero-trip loop and an untaken branch
+// go, units and zeros fold, a constant operand of a commutative op goes right, and unused
+// pure ops are erased.
+// CHECK-LABEL: tmgpu.kernel @control
+// CHECK-NEXT:    %tid = tmgpu.thread_id x
+// CHECK-NEXT:    %[[C4:[0-9]+]] = arith.constant 4 : index
+// CHECK-NEXT:    %[[F:[0-9]+]] = arith.constant 1.0
+// CHECK-NEXT:    %scaled = arith.muli %tid, %[[C4]] : index
+// CHECK-NEXT:    memref.store %[[F]], %out[%scaled] : memref<128xf32>
+// CHECK-NEXT:    memref.store %[[F]], %out[%tid] : memref<128xf32>
+// CHECK-NEXT:    %[[C3:[0-9]+]] = arith.constant 3 : index
+// CHECK-NEXT:    memref.store %[[F]], %out[%[[C3]]] : memref<128xf32>
+// CHECK-NEXT:  }
+tmgpu.kernel @control(%out: memref<128xf32>) block(32) {
+  %tid = tmgpu.thread_id x
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %f = arith.constant 1.0 : f32
+  %true = arith.constant true
+  %false = arith.constant false
+  scf.for %once = %c3 to %c4 step %c1 {
+    %scaled = arith.muli %c4, %tid : index
+    %dead = arith.addi %scaled, %once : index
+    memref.store %f, %out[%scaled] : memref<128xf32>
+  }
+  scf.for %never = %c4 to %c3 step %c1 {
+    memref.store %f, %out[%never] : memref<128xf32>
+  }
+  scf.if %true {
+    %plus0 = arith.addi %tid, %c0 : index
+    %times1 = arith.muli %plus0, %c1 : index
+    memref.store %f, %out[%times1] : memref<128xf32>
+  }
+  scf.if %false {
+    memref.store %f, %out[%c0] : memref<128xf32>
+  }
+  %times0 = arith.muli %tid, %c0 : index
+  %three = arith.addi %times0, %c3 : index
+  memref.store %f, %out[%three] : memref<128xf32>
 }

@@ -15,9 +15,7 @@
 // CHECK-NOT:  tm.for_task
 // CHECK:      IR after convert-tm-to-gpu:
 // CHECK:      tmgpu.kernel @matmul_0
-// CHECK:      IR after canonicalize:
 // CHECK:      IR after arith-simplify:
-// CHECK:      IR after canonicalize:
 // CHECK-NOT:  IR after
 // CHECK:      tmgpu.launch @relu_1
 
@@ -27,9 +25,7 @@
 // TIME-NEXT: Pass convert-graph-to-tm took
 // TIME-NEXT: Pass tm-lower-mappings took
 // TIME-NEXT: Pass convert-tm-to-gpu took
-// TIME-NEXT: Pass canonicalize took
 // TIME-NEXT: Pass arith-simplify took
-// TIME-NEXT: Pass canonicalize took
 // TIME-NEXT: Pass cse took
 
 func.func @mlp(%x: tensor<4x8xf32>, %w: tensor<8x6xf32>) -> tensor<4x6xf32> attributes {tm.inputs = ["x", "w"], tm.outputs = ["y"]} {
