@@ -18,7 +18,7 @@ from tmlir.backends.cuda_runtime import (
     pack_args,
 )
 from tmlir.backends.kernel_abi import KernelParam, KernelSignature
-from tmlir.backends.ptx import compile_cubin, compile_ptx
+from tmlir.backends.ptx import compile_cubin, compile_kernels_ptx, compile_ptx
 
 SOURCE = r"""
 extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n) {
@@ -118,6 +118,42 @@ def test_pack_args_layout() -> None:
             buf.ptr = 0
 
 
+def test_kernel_images() -> None:
+    images, index = cuda_runtime._kernel_images("ptx text", KERNELS)
+    assert images == [b"ptx text\0"] and index == {k.name: 0 for k in KERNELS}
+    assert cuda_runtime._kernel_images(b"\x7fELF", []) == ([b"\x7fELF"], {})
+    per_kernel = {"vector_add": "a", "block_sum": "b", "dyn_shared_reverse": "a", "unused": "c"}
+    images, index = cuda_runtime._kernel_images(per_kernel, KERNELS)
+    assert images == [b"a\0", b"b\0"]  # one per distinct text; unlaunched ones are not loaded
+    assert index == {"vector_add": 0, "block_sum": 1, "dyn_shared_reverse": 0}
+    with pytest.raises(ValueError, match="no PTX for kernel 'dyn_shared_reverse'"):
+        CudaModule({"vector_add": "a", "block_sum": "b"}, KERNELS)  # before any driver call
+
+
+def test_module_per_kernel_images(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a GPU: a stub driver records which image each kernel is looked up in."""
+    calls: list[str] = []
+
+    def fake_call(fn: Callable[..., tuple], *args: object) -> object:
+        calls.append(fn.__name__)
+        if fn.__name__ == "cuModuleLoadData":
+            return "module " + ctypes.string_at(args[0]).decode()  # type: ignore[arg-type]
+        if fn.__name__ == "cuModuleGetFunction":
+            return f"{args[1].decode()} in {args[0]}"  # type: ignore[attr-defined]
+        return None
+
+    monkeypatch.setattr(cuda_runtime, "_context", lambda: None)
+    monkeypatch.setattr(cuda_runtime, "_call", fake_call)
+    mod = CudaModule({"vector_add": "A", "block_sum": "B", "dyn_shared_reverse": "A"}, KERNELS)
+    assert mod.modules == ["module A", "module B"]
+    assert {name: func for name, (_, func) in mod.kernels.items()} == {
+        "vector_add": "vector_add in module A", "block_sum": "block_sum in module B",
+        "dyn_shared_reverse": "dyn_shared_reverse in module A"}
+    mod.unload()
+    mod.unload()  # idempotent
+    assert calls.count("cuModuleUnload") == 2 and mod.kernels == {}
+
+
 def test_launch_dims() -> None:
     assert cuda_runtime._dims(7, "grid") == (7, 1, 1)
     assert cuda_runtime._dims((2, 3), "grid") == (2, 3, 1)
@@ -182,6 +218,25 @@ def test_gpu_errors(module: CudaModule, arch: str) -> None:
         CudaModule(compile_ptx(SOURCE, arch), [KernelSignature("missing", ())])
     with pytest.raises(CudaRuntimeError, match="cuModuleLoadData failed"):
         CudaModule("this is not ptx", [])
+
+
+@gpu_test
+def test_per_kernel_ptx(arch: str) -> None:
+    kernels = ['extern "C"' + text for text in SOURCE.split('extern "C"')[1:]]
+    mod = CudaModule(compile_kernels_ptx(list(zip([k.name for k in KERNELS], kernels)), arch),
+                     KERNELS)
+    assert len(mod.modules) == 3
+    x = np.arange(128, dtype=np.int32)
+    dx, dy = DeviceBuffer.from_array(x), DeviceBuffer.empty(x.shape, np.int32)
+    mod.launch("dyn_shared_reverse", 1, 128, [dx, dy], shared_bytes=128 * 4)
+    a = np.ones(10, np.float32)
+    da, dc = DeviceBuffer.from_array(a), DeviceBuffer.empty(10, np.float32)
+    mod.launch("vector_add", 1, 32, [da, da, dc, 10])
+    mod.synchronize()
+    np.testing.assert_array_equal(dy.to_host(), x[::-1])
+    np.testing.assert_array_equal(dc.to_host(), 2 * a)
+    mod.unload()
+    assert mod.modules == [] and mod.kernels == {}
 
 
 @gpu_test

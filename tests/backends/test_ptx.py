@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,8 @@ from tmlir.backends.ptx import (
     CudaCompileError,
     KernelStats,
     compile_cubin,
+    compile_jobs,
+    compile_kernels_ptx,
     compile_ptx,
     parse_ptxas_log,
     ptx_kernel_names,
@@ -205,3 +209,114 @@ def test_parse_ptxas_log() -> None:
 def test_ptx_kernel_names() -> None:
     text = ".visible .entry a(\n)\n{\n}\n.entry b_2(\n)\n.weak .entry c$d()\n.func helper()\n"
     assert ptx_kernel_names(text) == ["a", "b_2", "c$d"]
+
+
+
+# ----------------------------------------------------------------------------- per kernel
+
+KERNELS = [("vector_add", VECTOR_ADD), ("block_sum", BLOCK_SUM)]
+
+
+def _fake_nvrtc(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Replace NVRTC by a stub returning `// <file name>`; record (file name, thread name)."""
+    calls: list[tuple[str, str]] = []
+
+    def fake(source: str, name: str, arch: str, output: str) -> bytes:
+        calls.append((name, threading.current_thread().name))
+        return f"// {name}".encode()
+
+    monkeypatch.setattr(ptx, "_run_nvrtc", fake)
+    monkeypatch.setattr(ptx, "nvrtc_version", lambda: (13, 0))
+    return calls
+
+
+@pytest.mark.parametrize("compiler", [
+    pytest.param("nvrtc", marks=needs_nvrtc), pytest.param("nvcc", marks=needs_nvcc)])
+def test_compile_kernels_ptx(compiler: str) -> None:
+    texts = compile_kernels_ptx(KERNELS, "sm_80", compiler=compiler, jobs=2)
+    assert list(texts) == ["vector_add", "block_sum"]
+    for name, text in texts.items():
+        assert ptx_kernel_names(text) == [name]  # each kernel alone in its PTX
+        assert ".target sm_80" in text and "\0" not in text
+
+
+@needs_nvrtc
+def test_program_kernels_compile_alone() -> None:
+    from models import mlp
+
+    from tmlir.runtime.session import compile_model
+
+    program, _ = compile_model(mlp(2, [8, 16, 4]))
+    names = [k.signature.name for k in program.kernels]
+    assert len(names) == 2
+    # The program's source is the kernels' own sources, in order, between header and host code.
+    assert "\n".join(k.source for k in program.kernels) in program.source
+    assert all(k.source.startswith(f"// Kernel {n}:") for n, k in zip(names, program.kernels))
+    texts = compile_kernels_ptx(program, "sm_90")
+    assert {n: ptx_kernel_names(t) for n, t in texts.items()} == {n: [n] for n in names}
+
+
+def test_kernels_cached_without_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _fake_nvrtc(monkeypatch)
+    first = compile_kernels_ptx(KERNELS, jobs=2)
+    assert first == {"vector_add": "// vector_add.cu", "block_sum": "// block_sum.cu"}
+    assert sorted(name for name, _ in calls) == ["block_sum.cu", "vector_add.cu"]
+    assert all(thread.startswith("tmlir-ptx") for _, thread in calls)  # on the worker pool
+
+    def no_pool(*args: object) -> None:
+        raise AssertionError("a worker pool was started for cached kernels")
+
+    monkeypatch.setattr(ptx, "ThreadPoolExecutor", no_pool)
+    assert compile_kernels_ptx(KERNELS, jobs=2) == first
+    assert len(calls) == 2  # both served from the cache
+
+
+def test_kernel_change_recompiles_that_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _fake_nvrtc(monkeypatch)
+    compile_kernels_ptx(KERNELS, jobs=1)
+    assert [thread for _, thread in calls] == ["MainThread"] * 2  # one job: no pool
+    changed = [KERNELS[0], ("block_sum", BLOCK_SUM.replace("k >>= 1", "k /= 2"))]
+    compile_kernels_ptx(changed, jobs=2)
+    assert [name for name, _ in calls] == ["block_sum.cu", "vector_add.cu", "block_sum.cu"]
+    compile_kernels_ptx(changed, "sm_80", jobs=2)  # another arch: every kernel again
+    assert len(calls) == 5
+
+
+@needs_nvrtc
+def test_kernel_compile_error_names_kernel(_private_cache: Path) -> None:
+    bad = 'extern "C" __global__ void broken(float* x) { x[0] = undefined_name; }'
+    with pytest.raises(CudaCompileError) as info:
+        compile_kernels_ptx([*KERNELS, ("broken", bad)], "sm_90", jobs=2)
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("NVRTC failed to compile broken.cu for sm_90: ")
+    assert "undefined_name" in first
+
+
+def test_kernel_list_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_nvrtc(monkeypatch)
+    with pytest.raises(ValueError, match="kernel 'vector_add' is given twice"):
+        compile_kernels_ptx([*KERNELS, KERNELS[0]])
+    with pytest.raises(ValueError, match="kernel 'empty' has no CUDA C source"):
+        compile_kernels_ptx([("empty", "\n")])
+    with pytest.raises(ValueError, match="unsupported CUDA arch"):
+        compile_kernels_ptx(KERNELS, "sm_70")
+    assert compile_kernels_ptx([]) == {}
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", "2 cores"])
+def test_tmlir_jobs_must_be_positive(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_nvrtc(monkeypatch)
+    monkeypatch.setenv("TMLIR_JOBS", value)
+    with pytest.raises(ValueError, match=rf"^TMLIR_JOBS must be a positive integer, got '{value}'$"):
+        compile_kernels_ptx(KERNELS)
+
+
+def test_compile_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TMLIR_JOBS", raising=False)
+    assert compile_jobs() == len(os.sched_getaffinity(0))
+    monkeypatch.setenv("TMLIR_JOBS", " 3 ")
+    assert compile_jobs() == 3
+    assert compile_jobs(1) == 1  # an explicit count wins over $TMLIR_JOBS
+    for bad in (0, -2, True, 1.5):
+        with pytest.raises(ValueError, match="jobs must be a positive integer"):
+            compile_jobs(bad)  # type: ignore[arg-type]

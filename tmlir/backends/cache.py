@@ -40,6 +40,12 @@ def cache_key(*parts: str | bytes) -> str:
     return digest.hexdigest()
 
 
+def cached_path(key: str, suffix: str) -> Path | None:
+    """The cached file for `key` if there is one (no build)."""
+    final = cache_dir() / f"{key}{suffix}"
+    return final if final.is_file() else None
+
+
 def cached_file(key: str, suffix: str, build: Callable[[Path], None]) -> Path:
     """Return the cached file for `key`, calling `build(tmp_path)` to produce it if absent.
 

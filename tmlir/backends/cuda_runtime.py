@@ -14,7 +14,7 @@ device, the first call that needs one raises `CudaRuntimeError("no CUDA device: 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -297,22 +297,55 @@ def pack_args(sig: KernelSignature, args: Sequence[DeviceBuffer | int | float]
     return np.array([v.ctypes.data for v in values], dtype=np.uint64), values
 
 
-class CudaModule:
-    """A PTX (or CUBIN) image loaded into the current context, with its kernels resolved."""
+Image = str | bytes  # PTX text, or CUBIN/fatbin bytes
 
-    def __init__(self, ptx: str | bytes, kernels: Sequence[KernelSignature]) -> None:
-        """Load `ptx` (text, or CUBIN/fatbin bytes) and look up each kernel in `kernels`."""
+
+def _image_bytes(image: Image) -> bytes:
+    return image.encode() + b"\0" if isinstance(image, str) else bytes(image)
+
+
+def _kernel_images(ptx: Image | Mapping[str, Image], kernels: Sequence[KernelSignature]
+                  ) -> tuple[list[bytes], dict[str, int]]:
+    """The distinct images to load and, per kernel name, the index of the one holding it.
+
+    One image (`str` or `bytes`) holds every kernel (and is loaded even for no kernels); a
+    mapping gives each kernel's own image, and only the kernels' images are loaded.
+    """
+    if not isinstance(ptx, Mapping):
+        return [_image_bytes(ptx)], {sig.name: 0 for sig in kernels}
+    missing = [sig.name for sig in kernels if sig.name not in ptx]
+    if missing:
+        raise ValueError(f"no PTX for kernel {missing[0]!r}; the mapping has {sorted(ptx)}")
+    images: dict[bytes, int] = {}
+    index = {sig.name: images.setdefault(_image_bytes(ptx[sig.name]), len(images))
+             for sig in kernels}
+    return list(images), index
+
+
+class CudaModule:
+    """PTX (or CUBIN) images loaded into the current context, with their kernels resolved.
+
+    The images are one holding every kernel, or one per kernel (as `compile_kernels_ptx`
+    returns them): each distinct image is one CUmodule, and each kernel is looked up in its own.
+    """
+
+    def __init__(self, ptx: Image | Mapping[str, Image],
+                 kernels: Sequence[KernelSignature]) -> None:
+        """Load `ptx` (text, CUBIN/fatbin bytes, or a mapping kernel name -> either) and look
+        up each kernel in `kernels`. ValueError if the mapping lacks one of `kernels`."""
         from cuda.bindings import driver
 
-        self.module = None
+        images, index = _kernel_images(ptx, kernels)
+        self.modules: list[Any] = []
+        self.kernels: dict[str, tuple[KernelSignature, Any]] = {}
         _context()
-        image = ptx.encode() + b"\0" if isinstance(ptx, str) else bytes(ptx)
-        buf = np.frombuffer(image, dtype=np.uint8)
-        self.module = _call(driver.cuModuleLoadData, buf.ctypes.data)
-        self.kernels: dict[str, tuple[KernelSignature, Any]] = {
-            sig.name: (sig, _call(driver.cuModuleGetFunction, self.module, sig.name.encode()))
-            for sig in kernels
-        }
+        for image in images:
+            buf = np.frombuffer(image, dtype=np.uint8)
+            self.modules.append(_call(driver.cuModuleLoadData, buf.ctypes.data))
+        for sig in kernels:
+            module = self.modules[index[sig.name]]
+            self.kernels[sig.name] = (
+                sig, _call(driver.cuModuleGetFunction, module, sig.name.encode()))
 
     def launch(self, name: str, grid: int | tuple[int, ...], block: int | tuple[int, ...],
                args: Sequence[DeviceBuffer | int | float], shared_bytes: int = 0,
@@ -343,14 +376,15 @@ class CudaModule:
         _call(driver.cuCtxSynchronize)
 
     def unload(self) -> None:
-        """Unload the module (idempotent); its kernels can no longer be launched."""
-        module, self.module = getattr(self, "module", None), None
+        """Unload the modules (idempotent); their kernels can no longer be launched."""
+        modules, self.modules = getattr(self, "modules", []), []
         self.kernels = {}
-        if module is not None:
+        if modules:
             from cuda.bindings import driver
 
             _context()
-            _call(driver.cuModuleUnload, module)
+            for module in modules:
+                _call(driver.cuModuleUnload, module)
 
     def __del__(self) -> None:
         try:

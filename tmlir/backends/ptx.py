@@ -7,7 +7,10 @@ local-memory usage come from `nvcc -cubin -Xptxas -v`. Every artifact is cached 
 (see `tmlir.backends.cache`) under a key made of the source, the target architecture, the
 compiler, its flags and its version, so a second request for the same kernel is a file read.
 
-Generated kernels are `extern "C"`, include no headers, and so need no include paths.
+Generated kernels are `extern "C"`, include no headers, and so need no include paths; each
+is compilable alone. `compile_kernels_ptx` compiles a program's kernels one by one, each
+cached under its own key, on a pool of worker threads (NVRTC releases the GIL): a model
+that changes one kernel recompiles that kernel only.
 """
 
 from __future__ import annotations
@@ -18,11 +21,16 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from tmlir.backends.cache import cache_key, cached_file
+from tmlir.backends.cache import cache_key, cached_file, cached_path
+
+if TYPE_CHECKING:
+    from tmlir.backends.cuda_c import CudaProgram
 
 #: Target architectures accepted by `compile_ptx`, `compile_cubin` and `ptxas_stats`.
 SUPPORTED_ARCHS = ("sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_100", "sm_120")
@@ -160,11 +168,17 @@ def _resolve(compiler: Compiler) -> Literal["nvrtc", "nvcc"]:
     return compiler
 
 
-def _compile(source: str, arch: str, compiler: Compiler, name: str,
-             output: Literal["ptx", "cubin"]) -> bytes:
-    check_arch(arch)
+def _toolchain(compiler: Compiler) -> tuple[Literal["nvrtc", "nvcc"], str]:
+    """The compiler `compiler` stands for, and its version string (part of cache keys)."""
     which = _resolve(compiler)
-    version = _nvrtc_id() if which == "nvrtc" else _nvcc_version(_nvcc_path())
+    return which, _nvrtc_id() if which == "nvrtc" else _nvcc_version(_nvcc_path())
+
+
+def _cache_entry(source: str, arch: str, toolchain: tuple[Literal["nvrtc", "nvcc"], str],
+                 name: str, output: Literal["ptx", "cubin"]
+                 ) -> tuple[str, Callable[[Path], None]]:
+    """The cache key of compiling `source` and the function that builds the artifact."""
+    which, version = toolchain
     key = cache_key(output, source, arch, which, " ".join(COMMON_FLAGS), version)
 
     def build(path: Path) -> None:
@@ -173,6 +187,13 @@ def _compile(source: str, arch: str, compiler: Compiler, name: str,
         else:
             path.write_bytes(_run_nvcc(source, name, arch, f"-{output}")[0])
 
+    return key, build
+
+
+def _compile(source: str, arch: str, compiler: Compiler, name: str,
+             output: Literal["ptx", "cubin"]) -> bytes:
+    check_arch(arch)
+    key, build = _cache_entry(source, arch, _toolchain(compiler), name, output)
     return cached_file(key, f".{output}", build).read_bytes()
 
 
@@ -185,6 +206,74 @@ def compile_ptx(source: str, arch: str = "sm_90", *, compiler: Compiler = "auto"
     for an unsupported `arch`.
     """
     return _compile(source, arch, compiler, name, "ptx").decode()
+
+
+def compile_jobs(jobs: int | None = None) -> int:
+    """How many kernels to compile at once: `jobs` if given, else `$TMLIR_JOBS`, else the
+    CPUs this process may run on. ValueError unless the choice is a positive integer."""
+    if jobs is None:
+        text = os.environ.get("TMLIR_JOBS", "").strip()
+        if not text:
+            return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+                os.cpu_count() or 1)
+        if not re.fullmatch(r"[0-9]+", text) or int(text) < 1:
+            raise ValueError(f"TMLIR_JOBS must be a positive integer, got {text!r}")
+        return int(text)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    return jobs
+
+
+def _kernel_sources(kernels: CudaProgram | Sequence[tuple[str, str]]) -> dict[str, str]:
+    pairs = kernels if isinstance(kernels, Sequence) else [
+        (k.signature.name, k.source) for k in kernels.kernels]
+    sources: dict[str, str] = {}
+    for name, source in pairs:
+        if name in sources:
+            raise ValueError(f"kernel {name!r} is given twice")
+        if not source.strip():
+            raise ValueError(f"kernel {name!r} has no CUDA C source")
+        sources[name] = source
+    return sources
+
+
+def compile_kernels_ptx(kernels: CudaProgram | Sequence[tuple[str, str]], arch: str = "sm_90",
+                        *, compiler: Compiler = "auto", jobs: int | None = None
+                        ) -> dict[str, str]:
+    """Compile each kernel to PTX on its own (cached per kernel); kernel name -> PTX text.
+
+    `kernels` is a `CudaProgram` (its kernels' own `source`) or (name, CUDA C) pairs, each
+    source compilable alone. Kernels missing from the cache are compiled by `compile_jobs(jobs)`
+    threads, largest first; when every kernel is cached no thread is started. A compile
+    error is a CudaCompileError naming the kernel's file, `<name>.cu`; kernels compiled before
+    it stay cached. ValueError for an unsupported `arch` or a bad `jobs`/`$TMLIR_JOBS`.
+    """
+    check_arch(arch)
+    sources = _kernel_sources(kernels)
+    workers = compile_jobs(jobs)
+    toolchain = _toolchain(compiler)
+    entries = {name: _cache_entry(source, arch, toolchain, f"{name}.cu", "ptx")
+               for name, source in sources.items()}
+    ptx: dict[str, str] = {}
+    for name, (key, _) in entries.items():
+        if (cached := cached_path(key, ".ptx")) is not None:
+            ptx[name] = cached.read_text()
+    missing = sorted((n for n in sources if n not in ptx), key=lambda n: -len(sources[n]))
+
+    def compile_one(name: str) -> str:
+        return cached_file(entries[name][0], ".ptx", entries[name][1]).read_text()
+
+    if min(workers, len(missing)) <= 1:
+        ptx.update((name, compile_one(name)) for name in missing)
+    else:
+        with ThreadPoolExecutor(min(workers, len(missing)), "tmlir-ptx") as pool:
+            futures = [pool.submit(compile_one, name) for name in missing]
+            try:
+                ptx.update((name, f.result()) for name, f in zip(missing, futures))
+            except BaseException:
+                pool.shutdown(cancel_futures=True)
+                raise
+    return {name: ptx[name] for name in sources}
 
 
 def compile_cubin(source: str, arch: str = "sm_90", *, compiler: Compiler = "auto",
