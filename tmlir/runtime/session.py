@@ -58,18 +58,29 @@ def compile_model(model: Any, input_shapes: Mapping[str, Sequence[int]] | None =
     it) and `target_arch`, tunable kernels take the parameters ``tm-tune`` recorded for
     that device in `tuning_records` (default: the standard records file; see
     docs/tuning.md); without one, every template uses its default parameters.
-    """
-    from tmlir.frontends.onnx import import_onnx
-    from tmlir.passes.lower_to_cuda import LowerToCuda
-    from tmlir.registry import make_context
 
-    source = str(model) if isinstance(model, str | os.PathLike) else None
-    imported = import_onnx(model, source=source, input_shapes=input_shapes)
-    # The context carries the weight table: graph-fold-batchnorm adds folded weights to it.
-    lower = LowerToCuda(fusion=fusion, target_device=target_device, target_arch=target_arch,
-                        tuning_records=str(tuning_records or ""))
-    lower.apply(make_context(weights=imported.weights), imported.module)
-    return emit_cuda(imported.module), imported.weights
+    A compile is cached whole (`tmlir.runtime.compile_cache`): compiling the same model
+    with the same options again reads the program back instead of importing the model and
+    running the passes (``TMLIR_COMPILE_CACHE=0`` turns this off).
+    """
+    from tmlir.runtime.compile_cache import compile_cached
+
+    def build() -> tuple[CudaProgram, dict[str, np.ndarray]]:
+        from tmlir.frontends.onnx import import_onnx
+        from tmlir.passes.lower_to_cuda import LowerToCuda
+        from tmlir.registry import make_context
+
+        source = str(model) if isinstance(model, str | os.PathLike) else None
+        imported = import_onnx(model, source=source, input_shapes=input_shapes)
+        # The context carries the weight table: graph-fold-batchnorm adds folded weights to it.
+        lower = LowerToCuda(fusion=fusion, target_device=target_device, target_arch=target_arch,
+                            tuning_records=str(tuning_records or ""))
+        lower.apply(make_context(weights=imported.weights), imported.module)
+        return emit_cuda(imported.module), imported.weights
+
+    return compile_cached(model, build, input_shapes=input_shapes, fusion=fusion,
+                          target_device=target_device, target_arch=target_arch,
+                          tuning_records=tuning_records)
 
 
 @dataclass
@@ -261,9 +272,9 @@ class InferenceSession:
                 runner = EmuRunner(program, weights, compile_emu(program.source, signatures), plan)
             else:
                 from tmlir.backends.cuda_runtime import CudaModule
-                from tmlir.backends.ptx import compile_ptx
+                from tmlir.backends.ptx import compile_kernels_ptx
 
-                module = CudaModule(compile_ptx(program.source, self.target[1]), signatures)
+                module = CudaModule(compile_kernels_ptx(program, self.target[1]), signatures)
                 runner = CudaRunner(program, weights, module, plan, *self._cuda_state(),
                                     cuda_graphs=self.cuda_graphs)
             self._variants[key] = _Compiled(program, plan, runner)
