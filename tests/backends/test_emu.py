@@ -295,7 +295,7 @@ def test_cache_hit_skips_compiler(monkeypatch: pytest.MonkeyPatch, isolated_cach
     second = compile_emu(VADD, [VADD_SIG])
     assert len(calls) == 1
     assert first.path == second.path and first.path.parent == isolated_cache
-    assert [p.name for p in isolated_cache.iterdir()] == [first.path.name]
+    assert [p.name for p in isolated_cache.iterdir() if p.suffix != ".pch"] == [first.path.name]
     assert isinstance(second, EmuModule)
 
 
@@ -308,7 +308,7 @@ def test_compile_error_is_clear_and_leaves_no_file(isolated_cache: Path) -> None
     assert message.startswith("g++ failed to compile the kernel source")
     assert "undefined_thing" in message
     assert len(message.splitlines()) <= 22
-    assert list(isolated_cache.iterdir()) == []
+    assert [p for p in isolated_cache.iterdir() if p.suffix != ".pch"] == []  # no .so, no temp
 
 
 @pytest.mark.parametrize(("args", "grid", "block", "error"), [
@@ -385,3 +385,29 @@ def test_closed_module_refuses_launches() -> None:
     module.close()  # idempotent
     with pytest.raises(EmuError, match=r"kernel 'vadd': emu module .*\.so is closed"):
         module.launch("vadd", 1, 64, [np.ones(64, np.float32)] * 3 + [64])
+
+
+def test_precompiled_header_is_built_once_and_optional(isolated_cache: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The header is precompiled into the cache on first use and reused; when that fails,
+    the plain header is included and kernels still compile."""
+    from tmlir.backends.emu import emu
+
+    first = emu._precompiled_header(HEADER.read_text())
+    assert first.parent.parent == isolated_cache and first.with_suffix(".h.gch").is_file()
+    assert emu._precompiled_header(HEADER.read_text()) == first
+    monkeypatch.setenv("TMLIR_CACHE_DIR", str(isolated_cache / "other"))
+
+    run = subprocess.run
+
+    def header_fails(cmd, *args, **kwargs):
+        if "c++-header" in cmd:
+            return subprocess.CompletedProcess(cmd, 1, b"", b"cc1plus: out of memory")
+        return run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(emu.subprocess, "run", header_fails)
+    assert emu._precompiled_header(HEADER.read_text()) == HEADER
+    module = compile_emu(VADD, [VADD_SIG])
+    a, b, c = (np.arange(8, dtype=np.float32) for _ in range(3))
+    module.launch("vadd", 1, 8, [a, b, c, 8])
+    np.testing.assert_array_equal(c, 2 * a)
