@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -85,12 +86,29 @@ def _usage_error(self: argparse.ArgumentParser, message: str) -> NoReturn:
     raise _UsageError(message)
 
 
+def _new_file_mode() -> int:
+    """The mode `open` gives a new file: 0o666 less the umask (mkstemp's is 0o600)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def _write_atomically(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
+    """Write `text` to `path` whole or not at all: through a temporary file, with the mode
+    the file has (or a new file gets), renamed over it (over the file a symlink points
+    to). A device or pipe (``-o /dev/null``) is written to directly: renaming over it
+    would replace the device by a regular file."""
+    path = os.path.realpath(path)
+    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+        with open(path, "w") as f:
+            f.write(text)
+        return
+    directory = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tm-opt-")
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
+        os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode) if os.path.exists(path) else _new_file_mode())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
