@@ -175,9 +175,6 @@ class _Folder:
     per-op cost. The body of an inlined loop or branch is walked where it lands.
     """
 
-    def __init__(self) -> None:
-        self.changed = False
-
     def block(self, block: Block) -> None:
         op = block.first_op
         while op is not None:
@@ -202,7 +199,6 @@ class _Folder:
             return following
         replacement = self.fold(op)
         if replacement is not None:
-            self.changed = True
             if isinstance(replacement, int):
                 _replace_by_constant(op, replacement)
             else:
@@ -234,7 +230,6 @@ class _Folder:
                ) -> Operation | None:
         """Replace `op` by the ops of `block` (its args bound to `args`, its yield giving
         `op`'s results), or by nothing; return the first op to visit next."""
-        self.changed = True
         following = op.next_op
         parent = op.parent_block()
         assert parent is not None
