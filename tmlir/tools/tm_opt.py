@@ -15,9 +15,9 @@ import os
 import stat
 import sys
 import tempfile
+import warnings
 from collections.abc import Sequence
 from typing import IO, NoReturn
-from unittest import mock
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
@@ -120,15 +120,29 @@ def _error(message: str) -> int:
     return 1
 
 
+def _warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: IO[str] | None = None, line: str | None = None) -> None:
+    print(f"tm-opt: warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``tm-opt`` console script."""
+    """Entry point of the ``tm-opt`` console script; warnings are one line each."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _warning
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    error = argparse.ArgumentParser.error
+    argparse.ArgumentParser.error = _usage_error  # type: ignore[method-assign]
     try:
-        with mock.patch.object(argparse.ArgumentParser, "error", _usage_error):
-            driver = TmOptMain(description="tmlir modular optimizer driver", args=argv)
+        driver = TmOptMain(description="tmlir modular optimizer driver", args=argv)
     except _UsageError as exc:
         return _error(str(exc))
     except Exception as exc:  # xDSL reports unknown passes and bad pass options this way
         return _error(f"bad pass pipeline '{driver_passes(argv)}': {exc}")
+    finally:
+        argparse.ArgumentParser.error = error  # type: ignore[method-assign]
     output_file = driver.args.output_file
     buffer = _Buffer()
     driver.prepare_output = lambda: buffer  # type: ignore[method-assign]
