@@ -7,6 +7,7 @@ Numerical checks evaluate the imported IR with the numpy interpreter of the grap
 from __future__ import annotations
 
 import io
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -412,6 +413,31 @@ def test_shape_inference_error_is_one_line_naming_the_node():
     model = make_model([helper.make_node("Add", ["a", "b"], ["y"], name="add")],
                        [("a", [2, 3]), ("b", [4])], [("y", None)])
     assert import_error(model).startswith("shape inference failed: node 'add' (Add): ")
+
+
+def test_stale_value_info_is_dropped_with_a_warning():
+    """Exporters leave stored shapes of intermediate values that no longer hold: inference
+    from the inputs decides, with one warning; the model still computes right."""
+    model = make_model([helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Neg", ["h"], ["y"])],
+                       [("x", [2, 3])], [("y", None)])
+    model.graph.value_info.append(helper.make_tensor_value_info("h", TensorProto.FLOAT, [4, 7]))
+    with pytest.warns(UserWarning, match=r"^ignored the shapes the model stores for its "
+                                         r"intermediate values: a Relu node: .*\(2\) vs \(4\)"):
+        import_onnx(model)
+    x = rand(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the same warning, unless the compile cache hits
+        (y,) = tmlir.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    np.testing.assert_array_equal(y, -np.maximum(x, 0))
+
+
+def test_shapes_that_conflict_without_value_info_are_still_an_error():
+    model = make_model([helper.make_node("Add", ["a", "b"], ["y"], name="add")],
+                       [("a", [2, 3]), ("b", [4])], [("y", None)])
+    model.graph.value_info.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the model's own error, no warning about value_info
+        assert import_error(model).startswith("shape inference failed: node 'add' (Add): ")
 
 
 def test_undefined_value():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 
 import onnx
@@ -93,6 +94,7 @@ model's weights into it dominated the import of large models (BERT-base: 10 of 1
 def infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
     """Every value's type inferred (strict mode) into `proto`'s ``value_info`` and outputs,
     in place; `proto` is returned. A failure is a one-line FrontendError (`proto` unchanged).
+    Stored ``value_info`` that contradicts inference (stale shapes) is dropped with a warning.
 
     Inference runs on a light copy: initializers of more than MAX_INFERENCE_CONSTANT
     elements become typed graph inputs there, without their data."""
@@ -107,7 +109,18 @@ def infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
     declared = {i.name for i in graph_proto.input}
     light.graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, t.dims)
                              for t in large if t.name not in declared)
-    inferred = _run_shape_inference(light)
+    try:
+        inferred = _run_shape_inference(light)
+    except FrontendError as exc:
+        if not light.graph.value_info:
+            raise
+        # The shapes a model stores for its intermediate values are hints: exporters leave
+        # stale ones behind (a dim fixed at export, a pass that changed a shape). Inference
+        # from the inputs and the nodes alone decides; a failure then is the model's own.
+        del light.graph.value_info[:]
+        inferred = _run_shape_inference(light)
+        warnings.warn(f"ignored the shapes the model stores for its intermediate values: "
+                      f"{str(exc).removeprefix('shape inference failed: ')}", stacklevel=2)
     for field in ("value_info", "output"):
         graph_proto.ClearField(field)
         getattr(graph_proto, field).extend(getattr(inferred.graph, field))
@@ -120,7 +133,8 @@ def _run_shape_inference(proto: onnx.ModelProto) -> onnx.ModelProto:
     except Exception as exc:  # InferenceError, ValidationError: one line per failing node
         lines = str(exc).replace("[ShapeInferenceError] Inference error(s): ", "").splitlines()
         first = lines[0].strip() if lines else type(exc).__name__
-        match = re.match(r"\(op_type:(\w+), node name: ([^)]*)\): (?:\[\w+\] )?(.*)", first)
+        match = re.match(r"\(op_type:(\w+)(?:, node name: ([^)]*))?\): (?:\[\w+\] )?(.*)", first)
         if match:
-            first = "node '{1}' ({0}): {2}".format(*match.groups())
+            op, node, message = match.groups()
+            first = f"node '{node}' ({op}): {message}" if node else f"a {op} node: {message}"
         raise FrontendError(f"shape inference failed: {first}") from exc
