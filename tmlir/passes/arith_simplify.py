@@ -104,18 +104,25 @@ def _fits(value: int, type_) -> bool:
     return width == 1 or -(2 ** (width - 1)) <= value < 2**width
 
 
-def _replace_by_constant(op: Operation, value: int) -> None:
-    """Replace `op`'s single result by an ``arith.constant`` of `value` inserted before it."""
+def _replace(op: Operation, value: SSAValue) -> None:
+    """Replace `op`'s single result by `value` and erase `op`."""
+    op.results[0].replace_all_uses_with(value)
+    op.detach()
+    op.erase()
+
+
+def _replace_by_constant(op: Operation, value: int | float) -> None:
+    """Replace `op`'s single result by an ``arith.constant`` of `value` (of the result's
+    type) inserted before it."""
     type_ = op.results[0].type
     if isinstance(type_, IntegerType) and type_.width.data == 1:
         value = 1 if value else 0
-    new = arith.ConstantOp(IntegerAttr(value, type_))
+    attr = FloatAttr(value, type_) if isinstance(value, float) else IntegerAttr(value, type_)
+    new = arith.ConstantOp(attr)
     parent = op.parent_block()
     assert parent is not None
     parent.insert_op_before(new, op)
-    op.results[0].replace_all_uses_with(new.result)
-    op.detach()
-    op.erase()
+    _replace(op, new.result)
 
 
 def merge_remainders(root: Operation) -> None:
@@ -130,9 +137,7 @@ def merge_remainders(root: Operation) -> None:
                 divisor = constant(op.rhs)
                 key = (op.lhs, op.rhs if divisor is None else divisor)
                 if key in known:
-                    op.result.replace_all_uses_with(known[key])
-                    op.detach()
-                    op.erase()
+                    _replace(op, known[key])
                     continue
                 known[key] = op.result
             if not isinstance(op, tmgpu.KernelOp):
@@ -167,112 +172,106 @@ FLOAT_BINARY: dict[type[Operation], Callable[[float, float], float]] = {
 """Float ops of two constants folded (division is left to the C compiler)."""
 
 
-class _Folder:
-    """One forward walk over a kernel that folds each op once its operands are final.
+def fold_block(block: Block) -> None:
+    """Fold every op of `block` in one forward walk, each once its operands are final.
 
     Ops are visited in program order, so an op's operands are already folded when it is
     reached: one walk reaches what a greedy rewriter reaches by iterating, without its
     per-op cost. The body of an inlined loop or branch is walked where it lands.
     """
+    op = block.first_op
+    while op is not None:
+        op = _fold_op(op)
 
-    def block(self, block: Block) -> None:
-        op = block.first_op
-        while op is not None:
-            op = self.op(op)
 
-    def op(self, op: Operation) -> Operation | None:
-        """Fold `op`; return the next op to visit."""
-        following = op.next_op
-        if isinstance(op, scf.ForOp | scf.IfOp):
-            inlined = self.control(op)
-            if inlined is not None:
-                return inlined
-            for region in op.regions:
-                for block in region.blocks:
-                    self.block(block)
-            return following
-        for region in op.regions:
-            for block in region.blocks:
-                self.block(block)
-        if isinstance(op, arith.ConstantOp):
-            _hoist(op)
-            return following
-        replacement = self.fold(op)
-        if replacement is not None:
-            if isinstance(replacement, int):
-                _replace_by_constant(op, replacement)
-            else:
-                op.results[0].replace_all_uses_with(replacement)
-                op.detach()
-                op.erase()
+def _fold_op(op: Operation) -> Operation | None:
+    """Fold `op`; return the next op to visit."""
+    following = op.next_op
+    if isinstance(op, scf.ForOp | scf.IfOp) and (inlined := _control(op)) is not _KEEP:
+        return inlined
+    for region in op.regions:
+        for block in region.blocks:
+            fold_block(block)
+    if isinstance(op, arith.ConstantOp):
+        _hoist(op)
         return following
+    replacement = _fold(op)
+    if isinstance(replacement, SSAValue):
+        _replace(op, replacement)
+    elif replacement is not None:
+        _replace_by_constant(op, replacement)
+    return following
 
-    # ---- control flow: trivial loops and constant branches ----------------------------
-    def control(self, op: scf.ForOp | scf.IfOp) -> Operation | None:
-        """Inline a one-trip loop or a branch on a constant (erase a zero-trip loop or an
-        untaken branch); return the first op to visit next, or None to keep `op`."""
-        if isinstance(op, scf.IfOp):
-            cond = constant(op.cond)
-            if cond is None:
-                return None
-            region = op.true_region if cond else op.false_region
-            return self.inline(op, region.block if region.blocks else None, ())
-        lower, upper, step = constant(op.lb), constant(op.ub), constant(op.step)
-        if lower is None or upper is None or op.iter_args:
-            return None
-        if upper <= lower:
-            return self.inline(op, None, ())
-        if step is None or step < upper - lower:
-            return None
-        return self.inline(op, op.body.block, (op.lb,))
 
-    def inline(self, op: Operation, block: Block | None, args: tuple[SSAValue, ...]
-               ) -> Operation | None:
-        """Replace `op` by the ops of `block` (its args bound to `args`, its yield giving
-        `op`'s results), or by nothing; return the first op to visit next."""
-        following = op.next_op
-        parent = op.parent_block()
-        assert parent is not None
-        first: Operation | None = None
-        if block is not None:
-            for arg, value in zip(block.args, args):
-                arg.replace_all_uses_with(value)
-            terminator = block.last_op
-            yielded = list(terminator.operands) if isinstance(terminator, scf.YieldOp) else []
-            for result, value in zip(op.results, yielded):
-                result.replace_all_uses_with(value)
-            for inner in list(block.ops):
-                if inner is terminator and isinstance(inner, scf.YieldOp):
-                    break
-                inner.detach()
-                parent.insert_op_before(inner, op)
-                first = first or inner
-        op.detach()
-        op.erase()
-        return first or following
+_KEEP = object()
+"""`_control`'s answer for a loop or branch that stays."""
 
-    # ---- integer and float folds --------------------------------------------------------
-    def fold(self, op: Operation) -> SSAValue | int | None:
-        """A value or integer constant to replace `op`'s single result with, else None."""
-        if isinstance(op, arith.CmpiOp):
-            return _fold_compare(op)
-        if isinstance(op, arith.SelectOp):
-            if (cond := constant(op.cond)) is not None:
-                return op.lhs if cond else op.rhs
-            return op.lhs if op.lhs == op.rhs else None
-        if type(op) in FLOAT_BINARY:
-            return _fold_float(op)
-        fold = BINARY.get(type(op))
-        if fold is None or not isinstance(op.results[0].type, IndexType | IntegerType):
-            return None
-        lhs, rhs = constant(op.operands[0]), constant(op.operands[1])
-        if lhs is not None and rhs is not None:
-            result = fold(lhs, rhs)
-            return result if result is not None and _fits(result, op.results[0].type) else None
-        if lhs is not None and isinstance(op, COMMUTATIVE):  # the constant goes right
-            op.operands = [op.operands[1], op.operands[0]]
-            lhs, rhs = rhs, lhs
-        return _fold_one_constant(op, rhs)
+
+def _control(op: scf.ForOp | scf.IfOp) -> Operation | None | object:
+    """Inline a one-trip loop or a branch on a constant (erase a zero-trip loop or an
+    untaken branch); return the first op to visit next, or _KEEP to keep `op`."""
+    if isinstance(op, scf.IfOp):
+        cond = constant(op.cond)
+        if cond is None:
+            return _KEEP
+        region = op.true_region if cond else op.false_region
+        return _inline(op, region.block if region.blocks else None, ())
+    lower, upper, step = constant(op.lb), constant(op.ub), constant(op.step)
+    if lower is None or upper is None or op.iter_args:
+        return _KEEP
+    if upper <= lower:
+        return _inline(op, None, ())
+    if step is None or step < upper - lower:
+        return _KEEP
+    return _inline(op, op.body.block, (op.lb,))
+
+
+def _inline(op: Operation, block: Block | None, args: tuple[SSAValue, ...]) -> Operation | None:
+    """Replace `op` by the ops of `block` (its args bound to `args`, its yield giving
+    `op`'s results), or by nothing; return the first op to visit next."""
+    following = op.next_op
+    parent = op.parent_block()
+    assert parent is not None
+    first: Operation | None = None
+    if block is not None:
+        for arg, value in zip(block.args, args):
+            arg.replace_all_uses_with(value)
+        terminator = block.last_op
+        yielded = list(terminator.operands) if isinstance(terminator, scf.YieldOp) else []
+        for result, value in zip(op.results, yielded):
+            result.replace_all_uses_with(value)
+        for inner in list(block.ops):
+            if inner is terminator and isinstance(inner, scf.YieldOp):
+                break
+            inner.detach()
+            parent.insert_op_before(inner, op)
+            first = first or inner
+    op.detach()
+    op.erase()
+    return first or following
+
+
+def _fold(op: Operation) -> SSAValue | int | float | None:
+    """A value, or the constant, to replace `op`'s single result with; else None."""
+    if isinstance(op, arith.CmpiOp):
+        return _fold_compare(op)
+    if isinstance(op, arith.SelectOp):
+        if (cond := constant(op.cond)) is not None:
+            return op.lhs if cond else op.rhs
+        return op.lhs if op.lhs == op.rhs else None
+    if type(op) in FLOAT_BINARY:
+        return _fold_float(op)
+    fold = BINARY.get(type(op))
+    if fold is None or not isinstance(op.results[0].type, IndexType | IntegerType):
+        return None
+    lhs, rhs = constant(op.operands[0]), constant(op.operands[1])
+    if lhs is not None and rhs is not None:
+        result = fold(lhs, rhs)
+        return result if result is not None and _fits(result, op.results[0].type) else None
+    if lhs is not None and isinstance(op, COMMUTATIVE):  # the constant goes right
+        op.operands = [op.operands[1], op.operands[0]]
+        lhs, rhs = rhs, lhs
+    return _fold_one_constant(op, rhs)
 
 
 def _hoist(constant_op: arith.ConstantOp) -> None:
@@ -329,17 +328,12 @@ def _fold_one_constant(op: Operation, rhs: int | None) -> SSAValue | int | None:
     return None
 
 
-def _fold_float(op: Operation) -> SSAValue | None:
+def _fold_float(op: Operation) -> float | None:
     lhs, rhs = op.operands[0].owner, op.operands[1].owner
     if not (isinstance(lhs, arith.ConstantOp) and isinstance(rhs, arith.ConstantOp)
             and isinstance(lhs.value, FloatAttr) and isinstance(rhs.value, FloatAttr)):
         return None
-    value = FLOAT_BINARY[type(op)](lhs.value.value.data, rhs.value.value.data)
-    new = arith.ConstantOp(FloatAttr(value, lhs.value.type))
-    parent = op.parent_block()
-    assert parent is not None
-    parent.insert_op_before(new, op)
-    return new.result
+    return FLOAT_BINARY[type(op)](lhs.value.value.data, rhs.value.value.data)
 
 
 def _erasable(op: Operation, known: dict[type[Operation], bool]) -> bool:
@@ -374,8 +368,7 @@ class ArithSimplify(ModulePass):
     name = "arith-simplify"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        folder = _Folder()
-        folder.block(op.body.block)
+        fold_block(op.body.block)
         merge_remainders(op)
         erase_dead(op)
         for constant_op in op.walk():
