@@ -85,7 +85,7 @@ def compile_emu(source: str, kernels: Sequence[KernelSignature]) -> EmuModule:
     wrappers = "".join(_launch_wrapper(k) for k in kernels)
     header = HEADER.read_text()
     key = cache_key(source, wrappers, CXX, *CXXFLAGS, header, _compiler_version(CXX))
-    path = cached_file(key, ".so", lambda out: _build(f"{source}\n{wrappers}", out))
+    path = cached_file(key, ".so", lambda out: _build(f"{source}\n{wrappers}", header, out))
     return EmuModule(path, kernels)
 
 
@@ -239,9 +239,10 @@ def _precompiled_header(header: str) -> Path:
     return folder / "tmlir_emu.h" if (folder / "tmlir_emu.h.gch").is_file() else HEADER
 
 
-def _build(code: str, out: Path) -> None:
-    """Compile `code` (CUDA C plus wrappers) into the shared object `out`."""
-    include = _precompiled_header(HEADER.read_text())
+def _build(code: str, header: str, out: Path) -> None:
+    """Compile `code` (CUDA C plus wrappers) into the shared object `out`, force-including
+    `header` (the text of tmlir_emu.h, precompiled where possible)."""
+    include = _precompiled_header(header)
     cmd = [CXX, *CXXFLAGS, "-include", str(include), "-x", "c++", "-", "-o", str(out)]
     try:
         result = subprocess.run(cmd, input=code, capture_output=True, text=True)
