@@ -1,10 +1,32 @@
 """The element types tmlir compiles, and their names at every level.
 
-One table, read by the frontend (ONNX ``TensorProto`` codes), the dialects (xDSL types:
-``f32``, ``i64``, ``i32``, ``i1``), the CUDA printer (C types), the runtimes (numpy dtypes)
-and error messages (ONNX names). float32 carries the computation; int64 and int32 carry
-token ids, indices and shapes, bool carries masks. Integers are signless in the IR and
-signed everywhere else (as ONNX's INT32/INT64 are); a bool is one byte in memory.
+One table, read by the frontend (ONNX ``TensorProto`` codes), the dialects (xDSL types),
+the CUDA printer (C types), the runtimes (numpy dtypes) and error messages (ONNX names):
+
+=========  ==========  ======  ======================  =====================================
+ONNX       numpy       IR      C                       computed in
+=========  ==========  ======  ======================  =====================================
+FLOAT      float32     f32     ``float``               float
+FLOAT16    float16     f16     ``tm_half`` (16 bits)   float: loads widen, stores round (RNE)
+DOUBLE     float64     f64     ``double``              double
+INT8       int8        i8      ``signed char``         its own type, wrapping
+INT16      int16       i16     ``short``               its own type, wrapping
+INT32      int32       i32     ``int``                 int
+INT64      int64       i64     ``long long``           long long
+UINT8      uint8       ui8     ``unsigned char``       its own type, wrapping
+UINT16     uint16      ui16    ``unsigned short``      its own type, wrapping
+UINT32     uint32      ui32    ``unsigned int``        unsigned int
+UINT64     uint64      ui64    ``unsigned long long``  unsigned long long
+BOOL       bool        i1      ``bool`` (one byte)     bool
+=========  ==========  ======  ======================  =====================================
+
+Signed integers are signless in the IR (``i8``, as MLIR's arith wants them) and signed
+everywhere else, as ONNX's; unsigned integers are xDSL's unsigned integer types (``ui8``),
+so that a tensor, a buffer and a loaded value say which they are, and the schedules pick
+unsigned division, comparison and widening for them (`is_unsigned`). float16 has no
+arithmetic of its own: ``IRBuilder.load`` widens an ``f16`` element to ``f32`` and
+``IRBuilder.store`` rounds an ``f32`` to ``f16``, so every f32 template computes on f16
+tensors; ``tm_half`` is a 16-bit struct with exact conversions (``backends/cuda_types.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from onnx import TensorProto
-from xdsl.dialects.builtin import Float32Type, IntegerType
+from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IntegerType, Signedness
 from xdsl.ir import Attribute
 
 
@@ -27,18 +49,22 @@ class DType:
 
     @property
     def name(self) -> str:
-        """The numpy name: ``float32``, ``int64``, ``int32``, ``bool``."""
+        """The numpy name: ``float32``, ``int64``, ``uint8``, ``bool``, ..."""
         return self.numpy.name
 
     @property
     def onnx_name(self) -> str:
-        """``FLOAT``, ``INT64``, ``INT32``, ``BOOL``."""
+        """``FLOAT``, ``INT64``, ``FLOAT16``, ``BOOL``, ..."""
         return TensorProto.DataType.Name(self.onnx)
 
     @property
     def ir(self) -> Attribute:
-        return Float32Type() if self.is_float else IntegerType(8 * self.numpy.itemsize
-                                                                if self.numpy != np.bool_ else 1)
+        if self.is_float:
+            return {2: Float16Type(), 4: Float32Type(), 8: Float64Type()}[self.numpy.itemsize]
+        if self.is_bool:
+            return IntegerType(1)
+        return IntegerType(8 * self.numpy.itemsize,
+                           Signedness.UNSIGNED if self.is_unsigned else Signedness.SIGNLESS)
 
     @property
     def is_float(self) -> bool:
@@ -50,20 +76,39 @@ class DType:
 
     @property
     def is_int(self) -> bool:
-        return self.numpy.kind == "i"
+        """A signed or unsigned integer (not bool)."""
+        return self.numpy.kind in "iu"
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self.numpy.kind == "u"
 
     @property
     def onnx_type(self) -> str:
-        """onnxruntime's type string: ``tensor(float)``, ``tensor(int64)``, ..."""
-        return f"tensor({'float' if self.is_float else self.name})"
+        """onnxruntime's type string: ``tensor(float)``, ``tensor(double)``, ``tensor(int64)``, ..."""
+        special = {"float32": "float", "float64": "double"}
+        return f"tensor({special.get(self.name, self.name)})"
 
 
 FLOAT32 = DType(TensorProto.FLOAT, np.dtype(np.float32), "float")
+FLOAT16 = DType(TensorProto.FLOAT16, np.dtype(np.float16), "tm_half")
+FLOAT64 = DType(TensorProto.DOUBLE, np.dtype(np.float64), "double")
 INT64 = DType(TensorProto.INT64, np.dtype(np.int64), "long long")
 INT32 = DType(TensorProto.INT32, np.dtype(np.int32), "int")
+INT16 = DType(TensorProto.INT16, np.dtype(np.int16), "short")
+INT8 = DType(TensorProto.INT8, np.dtype(np.int8), "signed char")
+UINT64 = DType(TensorProto.UINT64, np.dtype(np.uint64), "unsigned long long")
+UINT32 = DType(TensorProto.UINT32, np.dtype(np.uint32), "unsigned int")
+UINT16 = DType(TensorProto.UINT16, np.dtype(np.uint16), "unsigned short")
+UINT8 = DType(TensorProto.UINT8, np.dtype(np.uint8), "unsigned char")
 BOOL = DType(TensorProto.BOOL, np.dtype(np.bool_), "bool")
-DTYPES: tuple[DType, ...] = (FLOAT32, INT64, INT32, BOOL)
-NUMERIC: tuple[DType, ...] = (FLOAT32, INT64, INT32)
+DTYPES: tuple[DType, ...] = (FLOAT32, INT64, INT32, BOOL, FLOAT16, FLOAT64, INT8, INT16,
+                             UINT8, UINT16, UINT32, UINT64)
+FLOATS: tuple[DType, ...] = (FLOAT32, FLOAT16, FLOAT64)
+#: Every integer type (not bool).
+ALL_INTEGERS: tuple[DType, ...] = (INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8)
+NUMERIC: tuple[DType, ...] = (*FLOATS, *ALL_INTEGERS)
+#: The types of indices, shapes and token ids (``Gather`` indices, ``Reshape`` shapes, ...).
 INTEGERS: tuple[DType, ...] = (INT64, INT32)
 SUPPORTED_NAMES = ", ".join(d.name for d in DTYPES)
 
@@ -74,7 +119,7 @@ def from_onnx(code: int) -> DType | None:
 
 
 def from_ir(type: Attribute) -> DType | None:
-    """The DType of an IR element type (``f32``, ``i64``, ``i32``, ``i1``); None otherwise."""
+    """The DType of an IR element type (``f32``, ``f16``, ``i64``, ``ui8``, ``i1``, ...); None otherwise."""
     return next((d for d in DTYPES if d.ir == type), None)
 
 
@@ -89,6 +134,16 @@ def of_ir(type: Attribute) -> DType:
     dtype = from_ir(type)
     assert dtype is not None, f"not an element type of tmlir: {type}"
     return dtype
+
+
+def is_float(type: Attribute) -> bool:
+    """Whether an IR element type is a float (``f16``, ``f32``, ``f64``)."""
+    return isinstance(type, Float16Type | Float32Type | Float64Type)
+
+
+def is_unsigned(type: Attribute) -> bool:
+    """Whether an IR element type is an unsigned integer (``ui8`` ... ``ui64``)."""
+    return isinstance(type, IntegerType) and type.signedness.data == Signedness.UNSIGNED
 
 
 def onnx_name(code: int) -> str:

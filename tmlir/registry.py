@@ -85,8 +85,10 @@ def make_context(weights=None):
     from xdsl.dialects import get_all_dialects
 
     from tmlir.context import TmContext
+    from tmlir.ir.arith_ext import load_extra_arith_ops
 
     ctx = TmContext(weights=weights)
     for name, loader in {**get_all_dialects(), **project_dialects()}.items():
         ctx.register_dialect(name, loader)
+    load_extra_arith_ops(ctx)
     return ctx

@@ -21,7 +21,8 @@ def test_compiled_once_per_shape_signature(monkeypatch: pytest.MonkeyPatch) -> N
     compiles: list[object] = []
     real = session_module.compile_model
     monkeypatch.setattr(session_module, "compile_model",
-                        lambda model, shapes=None, *rest: compiles.append(shapes) or real(model, shapes, *rest))
+                        lambda model, shapes=None, *rest, **options: compiles.append(shapes)
+                        or real(model, shapes, *rest, **options))
     model = dynamic_mlp()
     session = tmlir.InferenceSession(model, device="emu")
     assert session.program is None and compiles == []
@@ -39,7 +40,8 @@ def test_static_model_compiles_up_front(monkeypatch: pytest.MonkeyPatch) -> None
     compiles: list[object] = []
     real = session_module.compile_model
     monkeypatch.setattr(session_module, "compile_model",
-                        lambda model, shapes=None, *rest: compiles.append(shapes) or real(model, shapes, *rest))
+                        lambda model, shapes=None, *rest, **options: compiles.append(shapes)
+                        or real(model, shapes, *rest, **options))
     session = tmlir.InferenceSession(mlp(3, [8, 4]), device="emu")
     assert compiles == [None] and session.program is not None
     session.run(None, {"x": rand(3, 8)})

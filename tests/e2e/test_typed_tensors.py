@@ -15,7 +15,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 import tmlir
 from tmlir.backends import ptx
-from tmlir.dtypes import DTYPES
+from tmlir.dtypes import BOOL as BOOL_DTYPE
+from tmlir.dtypes import FLOAT32, INT32, INT64
 from tmlir.frontends.onnx import FrontendError
 
 RNG = np.random.default_rng(7)
@@ -101,9 +102,10 @@ def test_where_broadcasts_condition_and_branches(dtype):
     check(proto, feed, [np.where(*feed.values())] if dtype == BOOL else None)
 
 
-@pytest.mark.parametrize("source", DTYPES, ids=lambda d: d.name)
-@pytest.mark.parametrize("target", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("source", [FLOAT32, INT64, INT32, BOOL_DTYPE], ids=lambda d: d.name)
+@pytest.mark.parametrize("target", [FLOAT32, INT64, INT32, BOOL_DTYPE], ids=lambda d: d.name)
 def test_cast_between_every_pair(source, target):
+    """(The other dtypes: ``test_dtypes_more.py``.)"""
     proto = model([helper.make_node("Cast", ["x"], ["y"], to=target.onnx)],
                   {"x": (source.numpy, (7,))}, {"y": target.numpy})
     x = data(source.numpy, (7,))
@@ -244,13 +246,10 @@ def test_wrong_input_dtype_is_a_one_line_error():
      "node 'w' (Where): input 'c' is INT64, but Where takes bool there"),
     ([helper.make_node("And", ["p", "p"], ["y"], name="a")], {"p": (F32, (2,))}, {"y": BOOL},
      "node 'a' (And): input 'p' is FLOAT, but And takes bool there"),
-    ([helper.make_node("Cast", ["x"], ["y"], name="c", to=TensorProto.FLOAT16)],
-     {"x": (F32, (2,))}, {"y": np.dtype(np.float16)},
-     "node 'c' (Cast): cannot cast to FLOAT16 (supported: float32, int64, int32, bool)"),
-    ([helper.make_node("Range", ["s", "l", "d"], ["y"], name="r")],
-     {"s": (I64, ()), "l": (I64, ()), "d": (I64, ())}, {"y": I64},
-     "node 'r' (Range): Range must be computable when the model is compiled, but input 's' "
-     "is computed at run time"),
+    ([helper.make_node("Cast", ["x"], ["y"], name="c", to=TensorProto.STRING)],
+     {"x": (F32, (2,))}, {"y": np.dtype(object)},
+     "node 'c' (Cast): cannot cast to STRING (supported: float32, int64, int32, bool, float16, "
+     "float64, int8, int16, uint8, uint16, uint32, uint64)"),
 ])
 def test_errors(nodes, inputs, outputs, message):
     with pytest.raises(FrontendError) as info:

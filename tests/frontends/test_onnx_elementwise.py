@@ -247,22 +247,24 @@ def test_clip_bound_that_is_not_a_scalar():
     assert import_error(model) == "node 'c' (Clip): bound 'max' must be a scalar, got shape [2]"
 
 
-SUPPORTED = "(supported: float32, int64, int32, bool)"
+SUPPORTED = ("(supported: float32, int64, int32, bool, float16, float64, int8, int16, uint8, uint16, "
+             "uint32, uint64)")
 
 
 @pytest.mark.parametrize("node, dtype, expected", [
-    (helper.make_node("Clip", ["x"], ["y"]), TensorProto.INT8,
-     f"input 'x': unsupported dtype INT8 {SUPPORTED}"),
-    (helper.make_node("Neg", ["x"], ["y"]), TensorProto.DOUBLE,
-     f"input 'x': unsupported dtype DOUBLE {SUPPORTED}"),
+    (helper.make_node("Clip", ["x"], ["y"]), TensorProto.BFLOAT16,
+     f"input 'x': unsupported dtype BFLOAT16 {SUPPORTED}"),
+    (helper.make_node("Neg", ["x"], ["y"]), TensorProto.FLOAT8E4M3FN,
+     f"input 'x': unsupported dtype FLOAT8E4M3FN {SUPPORTED}"),
     (helper.make_node("Clip", ["x"], ["y"]), TensorProto.INT32,
-     "node #0 (Clip): input 'x' is INT32, but Clip takes float32 there"),
+     "node #0 (Clip): input 'x' is INT32, but Clip takes float32, float16 there"),
     (helper.make_node("Exp", ["x"], ["y"]), TensorProto.INT64,
-     "node #0 (Exp): input 'x' is INT64, but Exp takes float32 there"),
+     "node #0 (Exp): input 'x' is INT64, but Exp takes float32, float16 there"),
     (helper.make_node("Mean", ["x", "x"], ["y"]), TensorProto.INT64,
-     "node #0 (Mean): input 'x' is INT64, but Mean takes float32 there"),
+     "node #0 (Mean): input 'x' is INT64, but Mean takes float32, float16 there"),
     (helper.make_node("Add", ["x", "x"], ["y"]), TensorProto.BOOL,
-     "node #0 (Add): input 'x' is BOOL, but Add takes float32, int64, int32 there"),
+     "node #0 (Add): input 'x' is BOOL, but Add takes float32, float16, float64, int64, int32, int16, "
+     "int8, uint64, uint32, uint16, uint8 there"),
 ])
 def test_other_dtypes_are_one_line_errors(node, dtype, expected):
     assert import_error(make_model([node], [("x", [2])], dtype=dtype)) == expected
@@ -276,3 +278,148 @@ def test_pow_with_an_integer_exponent(exponent):
     ops = body_ops(import_onnx(model))
     assert [op.name for op in ops] == ["graph.weight", "graph.cast", "graph.pow"]
     check_against_onnxruntime(model, {"x": rand(2)})
+
+
+# -- more operators: rounding, trigonometry, activations, Mod, bitwise, PRelu, IsInf -------
+
+I32, I64 = TensorProto.INT32, TensorProto.INT64
+
+
+@pytest.mark.parametrize("op_type, attributes, name, properties, domain", [
+    ("Sign", {}, "sign", {}, None),
+    ("Floor", {}, "floor", {}, None),
+    ("Ceil", {}, "ceil", {}, None),
+    ("Round", {}, "round", {}, None),
+    ("Sin", {}, "sin", {}, None),
+    ("Cos", {}, "cos", {}, None),
+    ("Tan", {}, "tan", {}, None),
+    ("Asin", {}, "asin", {}, np.tanh),
+    ("Acos", {}, "acos", {}, np.tanh),
+    ("Atan", {}, "atan", {}, None),
+    ("Sinh", {}, "sinh", {}, None),
+    ("Cosh", {}, "cosh", {}, None),
+    ("Asinh", {}, "asinh", {}, None),
+    ("Acosh", {}, "acosh", {}, lambda x: np.abs(x) + 1),
+    ("Atanh", {}, "atanh", {}, lambda x: np.tanh(x) * np.float32(0.99)),
+    ("Mish", {}, "mish", {}, None),
+    ("ThresholdedRelu", {}, "thresholded_relu", {"alpha": 1.0}, None),
+    ("ThresholdedRelu", {"alpha": 0.5}, "thresholded_relu", {"alpha": 0.5}, None),
+    ("Shrink", {}, "shrink", {"lambd": 0.5, "bias": 0.0}, None),
+    ("Shrink", {"lambd": 1.5, "bias": 0.25}, "shrink", {"lambd": 1.5, "bias": 0.25}, None),
+    ("Celu", {}, "celu", {"alpha": 1.0}, None),
+    ("Celu", {"alpha": 2.0}, "celu", {"alpha": 2.0}, None),
+])
+def test_more_unary(op_type, attributes, name, properties, domain):
+    model = make_model([helper.make_node(op_type, ["x"], ["y"], name="op", **attributes)],
+                       [("x", [2, 3])])
+    (op,) = body_ops(import_onnx(model))
+    assert isinstance(op, graph.UnaryElementwiseOp) and op.name == f"graph.{name}"
+    assert op.parameters() == pytest.approx(properties, rel=1e-7)
+    x = rand(2, 3)
+    check_against_onnxruntime(model, {"x": (domain or (lambda v: v))(x).astype(np.float32)})
+
+
+@pytest.mark.parametrize("dtype, numpy_type", [(I32, np.int32), (I64, np.int64)])
+@pytest.mark.parametrize("op_type, name", [("BitwiseAnd", "bitwise_and"), ("BitwiseOr", "bitwise_or"),
+                                           ("BitwiseXor", "bitwise_xor")])
+def test_bitwise_binary(op_type, name, dtype, numpy_type):
+    model = make_model([helper.make_node(op_type, ["a", "b"], ["y"])],
+                       [("a", [4, 3]), ("b", [3])], opset=18, dtype=dtype)
+    (op,) = body_ops(import_onnx(model))
+    assert op.name == f"graph.{name}" and op.result.type.get_shape() == (4, 3)
+    a, b = RNG.integers(-1000, 1000, (4, 3)), RNG.integers(-1000, 1000, (3,))
+    check_against_onnxruntime(model, {"a": a.astype(numpy_type), "b": b.astype(numpy_type)})
+
+
+def test_bitwise_not():
+    model = make_model([helper.make_node("BitwiseNot", ["x"], ["y"])], [("x", [5])], opset=18,
+                       dtype=I64)
+    (op,) = body_ops(import_onnx(model))
+    assert isinstance(op, graph.BitwiseNotOp)
+    check_against_onnxruntime(model, {"x": np.array([0, -1, 5, -7, 2**40], np.int64)})
+
+
+@pytest.mark.parametrize("dtype, numpy_type", [(I32, np.int32), (I64, np.int64), (F32, np.float32)])
+@pytest.mark.parametrize("fmod", [0, 1])
+def test_mod(fmod, dtype, numpy_type):
+    model = make_model([helper.make_node("Mod", ["a", "b"], ["y"], fmod=fmod)],
+                       [("a", [2, 6]), ("b", [6])], opset=13, dtype=dtype)
+    (op,) = body_ops(import_onnx(model))
+    assert isinstance(op, graph.ModOp) and (op.fmod is not None) == bool(fmod)
+    a = np.array([[5, -5, 5, -5, 0, 7], [13, -13, 1, -1, 9, -9]]).astype(numpy_type)
+    b = np.array([3, 3, -3, -3, 4, 2]).astype(numpy_type)
+    if dtype == F32:
+        a = a + numpy_type(0.25)
+    if dtype == F32 and not fmod:  # onnxruntime takes fmod = 0 for integers only
+        (got,) = evaluate(import_onnx(model), {"a": a, "b": b})
+        np.testing.assert_array_equal(got, np.mod(a, b))
+    else:
+        check_against_onnxruntime(model, {"a": a, "b": b})
+
+
+@pytest.mark.parametrize("direction, graph_op", [("LEFT", graph.ShiftLeftOp),
+                                                 ("RIGHT", graph.ShiftRightOp)])
+def test_bit_shift(direction, graph_op):
+    """onnxruntime has BitShift for unsigned types only: against numpy, on opset 28's
+    definition for signed ones (a shift out of [0, 32) gives 0, or -1 right of a negative)."""
+    model = make_model([helper.make_node("BitShift", ["x", "y"], ["z"], direction=direction)],
+                       [("x", [6]), ("y", [6])], [("z", None)], opset=18, dtype=I32)
+    (op,) = body_ops(import_onnx(model))
+    assert isinstance(op, graph_op)
+    x = np.array([16, -8, 1 << 30, -1, 5, -5], np.int32)
+    y = np.array([2, 1, 1, 40, -1, 31], np.int32)
+    (got,) = evaluate(import_onnx(model), {"x": x, "y": y})
+    want = ([64, -16, -2**31, 0, 0, -2**31] if direction == "LEFT" else [4, -4, 1 << 29, -1, 0, -1])
+    np.testing.assert_array_equal(got, np.array(want, np.int32))
+
+
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+def test_unsigned_bit_shift_against_onnxruntime(direction):
+    model = make_model([helper.make_node("BitShift", ["x", "y"], ["z"], direction=direction)],
+                       [("x", [5]), ("y", [5])], [("z", None)], opset=11, dtype=TensorProto.UINT32)
+    x = np.array([16, 4, 1, 2**32 - 1, 7], np.uint32)
+    check_against_onnxruntime(model, {"x": x, "y": np.array([1, 2, 3, 31, 0], np.uint32)})
+
+
+@pytest.mark.parametrize("slope_shape", [[3, 4], [4], [1], [3, 1]])
+def test_prelu(slope_shape):
+    model = make_model([helper.make_node("PRelu", ["x", "slope"], ["y"])],
+                       [("x", [2, 3, 4]), ("slope", slope_shape)])
+    (op,) = body_ops(import_onnx(model))
+    assert isinstance(op, graph.PReluOp) and op.result.type == op.lhs.type
+    check_against_onnxruntime(model, {"x": rand(2, 3, 4), "slope": rand(*slope_shape)})
+
+
+@pytest.mark.parametrize("attributes", [{}, {"detect_negative": 0}, {"detect_positive": 0},
+                                        {"detect_negative": 0, "detect_positive": 0}])
+def test_is_inf(attributes):
+    node = helper.make_node("IsInf", ["x"], ["y"], **attributes)
+    graph_proto = helper.make_graph([node], "test", [helper.make_tensor_value_info("x", F32, [6])],
+                                    [helper.make_tensor_value_info("y", TensorProto.BOOL, [6])])
+    model = helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", 20)])
+    model.ir_version = 10
+    (op,) = body_ops(import_onnx(model))
+    assert isinstance(op, graph.IsInfOp)
+    assert op.detects() == (attributes.get("detect_negative", 1) == 1,
+                            attributes.get("detect_positive", 1) == 1)
+    x = np.array([np.inf, -np.inf, np.nan, 0.0, 3e38, -1.0], np.float32)
+    check_against_onnxruntime(model, {"x": x})
+
+
+@pytest.mark.parametrize("node, inputs, dtype, expected", [
+    (helper.make_node("Mod", ["a", "b"], ["y"], name="n", fmod=2), [("a", [2]), ("b", [2])], F32,
+     "'n' (Mod): unsupported value 2 of attribute 'fmod' (expected 0 or 1)"),
+    (helper.make_node("BitShift", ["a", "b"], ["y"], name="n", direction="UP"),
+     [("a", [2]), ("b", [2])], I32, "unsupported value 'UP' of attribute 'direction'"),
+    (helper.make_node("BitShift", ["a", "b"], ["y"], name="n"), [("a", [2]), ("b", [2])], I32,
+     "attribute 'direction' is required"),
+    (helper.make_node("BitwiseAnd", ["a", "b"], ["y"], name="n"), [("a", [2]), ("b", [2])], F32,
+     "input 'a' is FLOAT, but BitwiseAnd takes"),
+    (helper.make_node("PRelu", ["a", "b"], ["y"], name="n"), [("a", [2, 3]), ("b", [2])], F32,
+     "'n' (PRelu): slope of shape [2] does not broadcast to the shape [2, 3] of X"),
+    (helper.make_node("Celu", ["a"], ["y"], name="n", alpha=0.0), [("a", [2])], F32,
+     "'n' (Celu): attribute 'alpha' must not be 0"),
+])
+def test_more_errors(node, inputs, dtype, expected):
+    model = make_model([node], inputs, opset=18, dtype=dtype)
+    assert expected in import_error(model)

@@ -301,7 +301,17 @@ def test_supported_ops_list():
         "SpaceToDepth", "Split", "Squeeze", "Tile", "Transpose", "Unsqueeze"} | {
         "And", "Cast", "Equal", "GatherElements", "GatherND", "Greater", "GreaterOrEqual",
         "IsNaN", "Less", "LessOrEqual", "Not", "Or", "Where", "Xor"} | {
-        "ConstantOfShape", "Range", "Shape", "Size"}
+        "ConstantOfShape", "Range", "Shape", "Size"} | {
+        "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "BitShift", "BitwiseAnd", "BitwiseNot",
+        "BitwiseOr", "BitwiseXor", "Ceil", "Celu", "Cos", "Cosh", "Floor", "IsInf", "Mish", "Mod",
+        "PRelu", "Round", "Shrink", "Sign", "Sin", "Sinh", "Tan", "ThresholdedRelu"} | {
+        "ArgMax", "ArgMin", "CumSum", "Hardmax", "ReduceL1", "ReduceL2", "ReduceLogSum",
+        "ReduceLogSumExp", "ReduceProd", "ReduceSumSquare", "TopK"} | {
+        "GlobalLpPool", "GroupNormalization", "InstanceNormalization", "LpNormalization", "LpPool",
+        "LRN", "MeanVarianceNormalization"} | {
+        "CastLike", "Einsum", "EyeLike", "OneHot", "Scatter", "ScatterElements", "ScatterND",
+        "Trilu"} | {"GRU", "LSTM", "RNN"} | {"If", "Loop", "Scan"}
+    assert len(SUPPORTED_OPS) == 139
     assert list(SUPPORTED_OPS) == sorted(SUPPORTED_OPS)  # as the error message lists them
 
 
@@ -345,25 +355,27 @@ def test_unknown_input_shape():
 
 
 def test_unsupported_input_dtype():
-    x = helper.make_tensor_value_info("x", TensorProto.INT8, [2])
+    x = helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [2])
     model = make_model([helper.make_node("Relu", ["x"], ["y"], name="r")], [x],
-                       [helper.make_tensor_value_info("y", TensorProto.INT8, [2])])
-    assert import_error(model) == ("input 'x': unsupported dtype INT8 "
-                                   "(supported: float32, int64, int32, bool)")
+                       [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [2])])
+    assert import_error(model) == ("input 'x': unsupported dtype BFLOAT16 "
+                                   "(supported: float32, int64, int32, bool, float16, float64, int8, "
+                                   "int16, uint8, uint16, uint32, uint64)")
 
 
 def test_dtype_an_op_does_not_take_names_node_and_input():
     x = helper.make_tensor_value_info("x", TensorProto.INT64, [2])
     model = make_model([helper.make_node("Relu", ["x"], ["y"], name="r")], [x],
                        [helper.make_tensor_value_info("y", TensorProto.INT64, [2])])
-    assert import_error(model) == "node 'r' (Relu): input 'x' is INT64, but Relu takes float32 there"
+    assert import_error(model) == "node 'r' (Relu): input 'x' is INT64, but Relu takes float32, float16 there"
 
 
 def test_unsupported_initializer_dtype():
     model = make_model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
-                       [("x", [2])], [("y", None)], {"w": np.ones(2, np.int8)})
-    assert import_error(model) == ("initializer 'w': unsupported dtype INT8 "
-                                   "(supported: float32, int64, int32, bool)")
+                       [("x", [2])], [("y", None)], {"w": np.ones(2, np.complex64)})
+    assert import_error(model) == ("initializer 'w': unsupported dtype COMPLEX64 "
+                                   "(supported: float32, int64, int32, bool, float16, float64, int8, "
+                                   "int16, uint8, uint16, uint32, uint64)")
 
 
 @pytest.mark.parametrize("data", [b"garbage bytes, not a model", b"\x00\x01\x02\x03", b""])
@@ -456,10 +468,11 @@ def test_gemm_with_empty_optional_c():
 
 def test_unsupported_constant_dtype():
     node = helper.make_node("Constant", [], ["k"], name="c",
-                            value=numpy_helper.from_array(np.ones(2, np.float64)))
+                            value=numpy_helper.from_array(np.ones(2, np.complex128)))
     model = make_model([node], [("x", [2])], [onnx.ValueInfoProto(name="k")])
     assert import_error(model) == (
-        "initializer 'k': unsupported dtype DOUBLE (supported: float32, int64, int32, bool)")
+        "initializer 'k': unsupported dtype COMPLEX128 (supported: float32, int64, int32, bool, float16, "
+        "float64, int8, int16, uint8, uint16, uint32, uint64)")
 
 
 def test_integer_constant_output_keeps_its_dtype():

@@ -280,8 +280,9 @@ ERRORS = {
     "axes_as_a_graph_input": (
         make_model([helper.make_node("ReduceMean", ["x", "axes"], ["y"])],
                    [("x", [2, 3, 4]), ("axes", [1], TensorProto.INT64)]),
-        "node #0 (ReduceMean): input 'axes' ('axes') must be a constant (an initializer or a "
-        "Constant node), not computed at run time"),
+        "node #0 (ReduceMean): input 'axes' ('axes') is a model input, whose value must be "
+        "known when the model is compiled (InferenceSession compiles the model for each value "
+        "it is fed)"),
     "keepdims": (
         make_model([helper.make_node("ReduceMax", ["x"], ["y"], keepdims=2)], X),
         "node #0 (ReduceMax): unsupported value 2 of attribute 'keepdims' (expected 0 or 1)"),
@@ -322,3 +323,183 @@ def test_pool_attribute_of_the_wrong_length():
                                          pads=[1, 1])], [("x", [1, 1, 4, 4])])
     assert import_error(model) == ("shape inference failed: a MaxPool node: "
                                    "Attribute pads has incorrect size")
+
+
+# -- more reductions: prod, norms, logarithms; max / min of bools ---------------------------
+
+
+def typed_model(node, inputs, outputs, initializers=(), opset: int = 18) -> onnx.ModelProto:
+    """One node; inputs and outputs: (name, shape, ONNX dtype); initializers: (name, array)."""
+    graph_proto = helper.make_graph(
+        [node], "test", [helper.make_tensor_value_info(n, t, s) for n, s, t in inputs],
+        [helper.make_tensor_value_info(n, t, s) for n, s, t in outputs],
+        [numpy_helper.from_array(a, n) for n, a in initializers])
+    model = helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    return model
+
+
+F32 = TensorProto.FLOAT
+MORE_REDUCTIONS = ["ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum",
+                   "ReduceLogSumExp"]
+
+
+@pytest.mark.parametrize("op_type", MORE_REDUCTIONS)
+@pytest.mark.parametrize("opset", [13, 18])
+def test_more_reductions(op_type, opset):
+    """Axes as an attribute before opset 18, as a constant input since."""
+    inputs, initializers, attributes = ["x"], {}, {"keepdims": 0}
+    if opset >= 18:
+        inputs.append("axes")
+        initializers["axes"] = np.array([-1, 1], np.int64)
+    else:
+        attributes["axes"] = [-1, 1]
+    model = make_model([helper.make_node(op_type, inputs, ["y"], **attributes)],
+                       [("x", [2, 3, 4, 5])], initializers=initializers, opset=opset)
+    (op,) = body_ops(model)
+    name = {"ReduceSumSquare": "sum_square", "ReduceLogSum": "log_sum",
+            "ReduceLogSumExp": "log_sum_exp"}.get(op_type, op_type[len("Reduce"):].lower())
+    assert op.name == f"graph.reduce_{name}" and op.reduced_axes == (1, 3)
+    x = rand(2, 3, 4, 5)
+    check_against_onnxruntime(model, {"x": np.abs(x) + 0.5 if op_type == "ReduceLogSum" else x})
+
+
+@pytest.mark.parametrize("op_type, value", [
+    ("ReduceProd", 1.0), ("ReduceL1", 0.0), ("ReduceL2", 0.0), ("ReduceSumSquare", 0.0),
+    ("ReduceLogSum", -np.inf), ("ReduceLogSumExp", -np.inf)])
+def test_more_reductions_over_an_empty_set_are_constants(op_type, value):
+    model = make_model([helper.make_node(op_type, ["x", "axes"], ["y"])], [("x", [2, 0, 4])],
+                       initializers={"axes": np.array([1], np.int64)})
+    imported = import_onnx(model)
+    np.testing.assert_array_equal(imported.weights["y"], np.full((2, 1, 4), value, np.float32))
+
+
+@pytest.mark.parametrize("op_type, empty", [("ReduceMax", False), ("ReduceMin", True)])
+def test_reduce_max_and_min_of_bools(op_type, empty):
+    """Any and all; over an empty set, false and true."""
+    B = TensorProto.BOOL
+    model = typed_model(helper.make_node(op_type, ["x", "axes"], ["y"], keepdims=0),
+                        [("x", [3, 4], B)], [("y", [3], B)], [("axes", np.array([1], np.int64))],
+                        opset=20)
+    (op,) = body_ops(model)
+    assert op.input.type.get_element_type() == op.result.type.get_element_type()
+    x = np.array([[0, 0, 0, 0], [1, 1, 1, 1], [0, 1, 0, 0]], bool)
+    check_against_onnxruntime(model, {"x": x})
+    model = typed_model(helper.make_node(op_type, ["x", "axes"], ["y"]), [("x", [2, 0], B)],
+                        [("y", [2, 1], B)], [("axes", np.array([1], np.int64))], opset=20)
+    np.testing.assert_array_equal(import_onnx(model).weights["y"], np.full((2, 1), empty))
+
+
+# -- ArgMax, ArgMin, Hardmax, CumSum, TopK --------------------------------------------------
+
+
+@pytest.mark.parametrize("op_type", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("attributes, axis, keepdims, last, shape", [
+    ({}, 0, True, False, [1, 4, 5]),  # ONNX defaults: axis 0, keepdims
+    ({"axis": -1, "keepdims": 0}, 2, False, False, [3, 4]),
+    ({"axis": 1, "select_last_index": 1}, 1, True, True, [3, 1, 5]),
+])
+def test_arg_reduce(op_type, attributes, axis, keepdims, last, shape):
+    model = typed_model(helper.make_node(op_type, ["x"], ["y"], **attributes),
+                        [("x", [3, 4, 5], F32)], [("y", shape, TensorProto.INT64)], opset=13)
+    (op,) = body_ops(model)
+    assert op.name == ("graph.arg_max" if op_type == "ArgMax" else "graph.arg_min")
+    assert (op.axis_value, op.keepdims is not None, op.select_last_index is not None) == (
+        axis, keepdims, last)
+    assert list(op.result.type.get_shape()) == shape
+    check_against_onnxruntime(model, {"x": np.round(rand(3, 4, 5))})  # with ties
+
+
+@pytest.mark.parametrize("opset, attributes, ops", [
+    (13, {}, ["graph.hardmax"]),  # since 13: axis -1
+    (13, {"axis": 1}, ["graph.hardmax"]),
+    (11, {}, ["graph.reshape", "graph.hardmax", "graph.reshape"]),  # before: 2-D at axis 1
+    (11, {"axis": 2}, ["graph.hardmax"]),  # the last axis: the same either way
+])
+def test_hardmax(opset, attributes, ops):
+    model = make_model([helper.make_node("Hardmax", ["x"], ["y"], **attributes)],
+                       [("x", [2, 3, 4])], opset=opset)
+    assert [op.name for op in body_ops(model)] == ops
+    check_against_onnxruntime(model, {"x": np.round(rand(2, 3, 4))})
+
+
+@pytest.mark.parametrize("dtype", [TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64])
+@pytest.mark.parametrize("axis, exclusive, reverse", [(0, 0, 0), (-1, 1, 0), (1, 0, 1), (1, 1, 1)])
+def test_cumsum(dtype, axis, exclusive, reverse):
+    model = typed_model(helper.make_node("CumSum", ["x", "axis"], ["y"], exclusive=exclusive,
+                                         reverse=reverse),
+                        [("x", [3, 4], dtype)], [("y", [3, 4], dtype)],
+                        [("axis", np.array(axis, np.int32))], opset=14)
+    (op,) = body_ops(model)
+    assert isinstance(op, graph.CumSumOp) and op.axis_value == axis % 2
+    assert (op.exclusive is not None, op.reverse is not None) == (bool(exclusive), bool(reverse))
+    x = np.arange(12).reshape(3, 4) * 3 - 7
+    check_against_onnxruntime(model, {"x": x.astype(helper.tensor_dtype_to_np_dtype(dtype))})
+
+
+@pytest.mark.parametrize("opset, attributes, smallest", [
+    (1, {"k": 2}, False),  # k an attribute before opset 10
+    (10, {"axis": 0}, False),
+    (11, {"largest": 0}, True),
+])
+def test_top_k(opset, attributes, smallest):
+    axis = attributes.get("axis", -1) % 2
+    shape = [2, 4] if axis == 0 else [3, 2]
+    inputs = ["x"] if opset < 10 else ["x", "k"]
+    initializers = [] if opset < 10 else [("k", np.array([2], np.int64))]
+    model = typed_model(helper.make_node("TopK", inputs, ["v", "i"], **attributes),
+                        [("x", [3, 4], F32)], [("v", shape, F32), ("i", shape, TensorProto.INT64)],
+                        initializers, opset=opset)
+    (op,) = body_ops(model)
+    assert isinstance(op, graph.TopKOp) and (op.axis_value, op.k_value) == (axis, 2)
+    assert (op.smallest is not None) == smallest
+    x = np.array([[1, 3, 3, 2], [5, 5, 5, 5], [0, -1, 7, 7]], np.float32)  # ties: lower index
+    check_against_onnxruntime(model, {"x": x})
+
+
+def test_top_k_unsorted_is_sorted():
+    """``sorted = 0`` allows any order of the k elements: the sorted one."""
+    texts = [str(import_onnx(_top_k_k([2], sorted=flag)).module) for flag in (0, 1)]
+    assert texts[0] == texts[1] and "graph.top_k" in texts[0]
+
+
+def _top_k_k(k, opset: int = 11, **attributes) -> onnx.ModelProto:
+    return typed_model(helper.make_node("TopK", ["x", "k"], ["v", "i"], **attributes),
+                       [("x", [3, 4], F32)], [("v", None, F32), ("i", None, TensorProto.INT64)],
+                       [("k", np.array(k, np.int64))], opset=opset)
+
+
+MORE_ERRORS = {
+    "cumsum_axis_at_run_time": (
+        typed_model(helper.make_node("CumSum", ["x", "axis"], ["y"]),
+                    [("x", [3, 4], F32), ("axis", [], TensorProto.INT64)], [("y", [3, 4], F32)],
+                    opset=14),
+        "node #0 (CumSum): input 'axis' ('axis') is a model input, whose value must be known "
+        "when the model is compiled (InferenceSession compiles the model for each value it is "
+        "fed)"),
+    "cumsum_of_bools": (
+        typed_model(helper.make_node("CumSum", ["x", "axis"], ["y"]),
+                    [("x", [3], TensorProto.BOOL)], [("y", [3], TensorProto.BOOL)],
+                    [("axis", np.array(0, np.int64))], opset=14),
+        "node #0 (CumSum): input 'x' is BOOL, but CumSum takes float32, float64, int32, int64 "
+        "there"),
+    "top_k_zero": (
+        _top_k_k([0]), "node #0 (TopK): k = 0 must be in [1, 4] (the extent of axis 1)"),
+    "cumsum_two_axes": (
+        typed_model(helper.make_node("CumSum", ["x", "axis"], ["y"]), [("x", [3, 4], F32)],
+                    [("y", [3, 4], F32)], [("axis", np.array([0, 1], np.int64))], opset=14),
+        "node #0 (CumSum): input 'axis' must be one integer, got [0, 1]"),
+    "arg_max_keepdims": (
+        make_model([helper.make_node("ArgMax", ["x"], ["y"], keepdims=3)], X, opset=13),
+        "node #0 (ArgMax): unsupported value 3 of attribute 'keepdims' (expected 0 or 1)"),
+    "reduce_l2_noop_flag": (
+        make_model([helper.make_node("ReduceL2", ["x"], ["y"], noop_with_empty_axes=2)], X),
+        "node #0 (ReduceL2): unsupported value 2 of attribute 'noop_with_empty_axes' (expected "
+        "0 or 1)"),
+}
+
+
+@pytest.mark.parametrize("case", MORE_ERRORS)
+def test_more_errors(case):
+    model, message = MORE_ERRORS[case]
+    assert import_error(model) == message

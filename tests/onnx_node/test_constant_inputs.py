@@ -35,9 +35,6 @@ EXPECTED_FAILURES = {  # test name prefix -> the reason it fails for
     "test_resize_downsample_sizes_cubic": "attribute",
     "test_resize_downsample_scales_linear_antialias": "attribute 'antialias'",
     "test_resize_downsample_sizes_linear_antialias": "attribute 'antialias'",
-    "test_reduce_max_bool_inputs": "input 'data' is BOOL",
-    "test_reduce_max_empty_set_bool": "input 'data' is BOOL",
-    "test_reduce_min_bool_inputs": "input 'data' is BOOL",
     "test_reduce_sum_empty_set_non_reduced_axis_zero": "zero-size tensors are not supported",
 }
 # test_resize_downsample_scales_linear_align_corners: 2x4 scaled by 0.6 to 1x2. ONNX's

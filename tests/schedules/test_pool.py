@@ -146,8 +146,10 @@ def test_problems():
         PoolProblem("max", (1, 1, 2, 2), (3, 3))
     with pytest.raises(ValueError, match="must have 2 values"):
         PoolProblem("max", (1, 1, 4, 4), (3,))
-    with pytest.raises(ValueError, match="unknown kind 'lp'"):
-        PoolProblem("lp", (1, 1, 4, 4), (3, 3))
+    with pytest.raises(ValueError, match="unknown kind 'min'"):
+        PoolProblem("min", (1, 1, 4, 4), (3, 3))
+    with pytest.raises(ValueError, match="p must be >= 1, got 0"):
+        PoolProblem("lp", (1, 1, 4, 4), (3, 3), p=0)
     assert PoolProblem("max", (1, 2, 7, 7), (3, 3), (2, 2), (1, 1, 1, 1)).out_shape == (1, 2, 4, 4)
 
 

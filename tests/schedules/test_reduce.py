@@ -179,6 +179,10 @@ def numpy_reductions(x: np.ndarray, axes: tuple[int, ...]) -> dict[str, np.ndarr
     log_sum = np.log(np.exp(shifted).sum(axes, keepdims=True))
     return {"sum": x64.sum(axes, keepdims=True), "mean": x64.mean(axes, keepdims=True),
             "max": x64.max(axes, keepdims=True), "min": x64.min(axes, keepdims=True),
+            "l1": np.abs(x64).sum(axes, keepdims=True),
+            "l2": np.sqrt((x64 * x64).sum(axes, keepdims=True)),
+            "sum_square": (x64 * x64).sum(axes, keepdims=True),
+            "log_sum_exp": x64.max(axes, keepdims=True) + np.log(np.exp(shifted).sum(axes, keepdims=True)),
             "softmax": np.exp(shifted - log_sum), "log_softmax": shifted - log_sum}
 
 
@@ -191,7 +195,7 @@ def test_strided_rows_match_numpy(shape, axes, schedule):
     x = 3 * data(shape) + 0.5
     want = numpy_reductions(x, axes)
     kernels = {kind: (reduce_kernel(kind, kind, problem, params=params), [x], want[kind].shape)
-               for kind in REDUCE_KINDS}
+               for kind in REDUCE_KINDS if kind in want}  # not prod, log_sum: they overflow, or NaN
     kernels.update({
         kind: (softmax_kernel(kind, problem, kind == "log_softmax", params), [x], shape)
         for kind in ("softmax", "log_softmax")})
@@ -321,8 +325,8 @@ def test_problems():
         RowProblem((2, 3), axis=2)
     with pytest.raises(ValueError, match="does not hold 2 rows"):
         reduce_kernel("r", "sum", RowProblem((2, 3)), (3,))
-    with pytest.raises(ValueError, match="unknown reduction 'prod'"):
-        reduce_kernel("r", "prod", RowProblem((2, 3)))
+    with pytest.raises(ValueError, match="unknown reduction 'median'"):
+        reduce_kernel("r", "median", RowProblem((2, 3)))
     with pytest.raises(ValueError, match="does not broadcast"):
         layernorm_kernel("ln", RowProblem((2, 3)), scale_shape=(2, 3))
 

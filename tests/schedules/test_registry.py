@@ -45,11 +45,14 @@ def test_injective_ops():
     elementwise = {
         "abs", "add", "clip", "div", "elu", "erf", "exp", "gelu", "hard_sigmoid", "hard_swish",
         "leaky_relu", "log", "max", "mean", "min", "mul", "neg", "pow", "reciprocal", "relu",
-        "selu", "sigmoid", "softplus", "softsign", "sqrt", "sub", "sum", "tanh"}
+        "selu", "sigmoid", "softplus", "softsign", "sqrt", "sub", "sum", "tanh",
+        "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "celu", "cos", "cosh", "floor",
+        "mish", "mod", "prelu", "round", "shrink", "sign", "sin", "sinh", "tan", "thresholded_relu",
+        "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "shift_left", "shift_right"}
     logic = {"equal", "less", "less_equal", "greater", "greater_equal", "and", "or", "xor",
-             "not", "is_nan", "cast", "where"}
+             "not", "is_nan", "is_inf", "cast", "where"}
     data_movement = {"reshape", "transpose", "slice", "gather", "expand", "tile", "pad",
-                     "concat", "resize", "depth_to_space", "space_to_depth"}
+                     "concat", "resize", "depth_to_space", "space_to_depth", "trilu"}
     assert _names(lambda op: op.has_trait(graph.Injective)) == (
         elementwise | logic | data_movement | {"batch_norm"})
 
@@ -60,16 +63,19 @@ def test_any_element_type_ops():
         "equal", "less", "less_equal", "greater", "greater_equal", "and", "or", "xor", "not",
         "is_nan", "cast", "where", "take", "take_along_axis", "gather_nd",
         "transpose", "slice", "gather", "expand", "tile", "pad", "concat", "split",
-        "depth_to_space", "space_to_depth"}
+        "depth_to_space", "space_to_depth", "trilu", "eye", "one_hot", "scatter_elements",
+        "scatter_nd", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "shift_left",
+        "shift_right", "mod", "sign", "prelu", "is_inf", "arg_max", "arg_min", "cumsum", "top_k",
+        "reduce_max", "reduce_min", "recurrence"}
 
 
 def test_no_op_traits():
     assert _names(lambda op: op.has_trait(graph.NoOpWhen)) == {
         "reshape", "expand", "tile", "slice", "pad", "resize", "concat", "split",
         "depth_to_space", "space_to_depth", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "max", "min", "sum", "mean",
-        "cast"}
+        "cast", "reduce_prod", "reduce_log_sum_exp", "trilu"}
     assert _names(lambda op: (t := op.get_trait(graph.NoOpWhen)) is not None and t.reshape) == {
-        "reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}
+        "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_log_sum_exp"}
 
 
 def test_an_op_type_has_one_builder():
@@ -101,6 +107,6 @@ def test_new_unary_op_needs_only_its_element_function(monkeypatch):
     assert kernel.attributes["tm.params"].data["expr"].data == "cube(x0)"
     kernel.verify()
     assert is_injective(op) and callable(element_of(op))
-    with pytest.raises(NoTemplate, match=r"^'test.cube' is scheduled for f32 tensors only, "
+    with pytest.raises(NoTemplate, match=r"^'test.cube' is scheduled for f32 and f16 tensors only, "
                                          r"got tensor<4x5xi32>$"):
         kernel_for("cube_1", CubeOp(_value(IntegerType(32))))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 from dataclasses import dataclass, field
 from typing import IO, ClassVar
 
@@ -24,28 +23,38 @@ from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import (
     DictionaryAttr,
-    Float32Type,
     FloatAttr,
-    IndexType,
     IntegerAttr,
-    IntegerType,
     ModuleOp,
     StringAttr,
+    UnrealizedConversionCastOp,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.utils.exceptions import DiagnosticException
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
 from tmlir import dtypes
+from tmlir.backends.cuda_types import (  # noqa: F401  (c_type, float_literal: this module's API)
+    HALF_PRELUDE,
+    NARROW_INTEGERS,
+    CudaEmitError,
+    c_type,
+    float_conversion,
+    float_literal,
+    int_literal,
+    math_function,
+    unsigned_constant,
+)
 from tmlir.backends.kernel_abi import KernelParam, KernelSignature
 from tmlir.dialects import tmgpu
+from tmlir.ir.arith_ext import RemFOp
 
 _BINARY = {
     arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivUIOp: "/",
     arith.DivSIOp: "/", arith.RemUIOp: "%", arith.RemSIOp: "%", arith.AndIOp: "&&",
     arith.OrIOp: "||", arith.XOrIOp: "^", arith.AddfOp: "+", arith.SubfOp: "-", arith.MulfOp: "*",
-    arith.DivfOp: "/",
+    arith.DivfOp: "/", arith.ShLIOp: "<<", arith.ShRSIOp: ">>", arith.ShRUIOp: ">>",
 }
+_BITWISE = {arith.AndIOp: "&", arith.OrIOp: "|"}  # on integers; `_BINARY`'s are for bools
 _CMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
         "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
 _CMPF = {"oeq": "==", "one": "!=", "olt": "<", "ole": "<=", "ogt": ">", "oge": ">=",
@@ -56,43 +65,20 @@ _CALLS = {
     xmath.CeilOp: "ceilf", xmath.RsqrtOp: "rsqrtf", xmath.Log1pOp: "log1pf",
     xmath.ExpM1Op: "expm1f", arith.MaximumfOp: "fmaxf",
     arith.MinimumfOp: "fminf", arith.MaxnumfOp: "fmaxf", arith.MinnumfOp: "fminf",
+    xmath.SinOp: "sinf", xmath.CosOp: "cosf", xmath.TanOp: "tanf", xmath.AsinOp: "asinf",
+    xmath.AcosOp: "acosf", xmath.AtanOp: "atanf", xmath.SinhOp: "sinhf", xmath.CoshOp: "coshf",
+    xmath.AsinhOp: "asinhf", xmath.AcoshOp: "acoshf", xmath.AtanhOp: "atanhf",
+    xmath.RoundEvenOp: "rintf", xmath.CopySignOp: "copysignf", RemFOp: "fmodf",
 }
 _SHUFFLES = {"xor": "__shfl_xor_sync", "down": "__shfl_down_sync", "up": "__shfl_up_sync",
              "idx": "__shfl_sync"}
-_CASTS = (arith.IndexCastOp, arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp, arith.ExtSIOp,
-          arith.ExtUIOp, arith.TruncIOp)
+_CASTS = (arith.IndexCastOp, arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp, arith.FPToUIOp,
+          arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp)
+_FLOAT_CONVERSIONS = (arith.ExtFOp, arith.TruncFOp)
+#: Same-width integer conversions between signed and unsigned (``schedules/elementwise_logic.py``).
+_SIGN_CASTS = (UnrealizedConversionCastOp,)
 _PURE = (*_BINARY, arith.CmpiOp, arith.CmpfOp, arith.SelectOp, arith.NegfOp,
-         arith.ConstantOp, *_CASTS, *_CALLS)
-
-
-class CudaEmitError(DiagnosticException):
-    """The IR contains something the CUDA printer cannot express."""
-
-
-def c_type(type: Attribute) -> str:
-    if isinstance(type, IndexType):
-        return "int"
-    if isinstance(type, Float32Type):
-        return "float"
-    if isinstance(type, IntegerType):
-        return {1: "bool", 32: "int", 64: "long long"}.get(type.width.data, "")
-    raise CudaEmitError(f"the CUDA printer does not support the type {type}")
-
-
-def float_literal(value: float) -> str:
-    if math.isnan(value) or math.isinf(value):
-        bits = struct.unpack("<I", struct.pack("<f", value))[0]
-        return f"__int_as_float(0x{bits:08x})"
-    text = str(np.float32(value))  # the shortest text that reads back as this float
-    return f"{text}f" if ("." in text or "e" in text) else f"{text}.0f"
-
-
-def _int_literal(value: int, ctype: str) -> str:
-    """An integer constant of C type `ctype`: ``true``/``false`` for a bool, an ``LL``
-    suffix where the value needs 64 bits."""
-    if ctype == "bool":
-        return "true" if value else "false"
-    return f"{value}LL" if not -(2**31) <= value < 2**31 else str(value)
+         arith.ConstantOp, *_CASTS, *_FLOAT_CONVERSIONS, *_SIGN_CASTS, *_CALLS)
 
 
 @dataclass(frozen=True)
@@ -205,7 +191,7 @@ class _KernelPrinter:
     # ---- expressions ---------------------------------------------------------------
     def inlined(self, value: SSAValue) -> bool:
         op = value.owner
-        if isinstance(op, arith.ConstantOp):
+        if isinstance(op, arith.ConstantOp) or unsigned_constant(op) is not None:
             return True
         uses = list(value.uses)
         if value.name_hint is not None or len(uses) != 1:
@@ -227,9 +213,9 @@ class _KernelPrinter:
             case arith.ConstantOp():
                 value = op.value
                 if isinstance(value, FloatAttr):
-                    return float_literal(value.value.data)
+                    return float_literal(value.value.data, value.type)
                 if isinstance(value, IntegerAttr):
-                    return _int_literal(value.value.data, c_type(value.type))
+                    return int_literal(value.value.data, c_type(value.type))
             case memref.LoadOp():
                 return self.access(op.memref, op.indices)
             case arith.CmpiOp():
@@ -240,14 +226,27 @@ class _KernelPrinter:
                 return f"({e(op.cond)} ? {e(op.lhs)} : {e(op.rhs)})"
             case arith.NegfOp():
                 return f"(-{e(op.operand)})"
+            case arith.IndexCastOp() if (constant := unsigned_constant(op)) is not None:
+                return constant
             case _ if isinstance(op, _CASTS):
                 if c_type(op.result.type) == c_type(op.input.type):  # index <-> i32: both int
                     return e(op.input)
                 return f"(({c_type(op.result.type)}){e(op.input)})"
+            case UnrealizedConversionCastOp():
+                return f"(({c_type(op.results[0].type)}){e(op.inputs[0])})"
+            case _ if isinstance(op, _FLOAT_CONVERSIONS):
+                return float_conversion(op.input.type, op.result.type, _strip(e(op.input)))
             case _ if type(op) in _BINARY:
-                return f"({e(op.operands[0])} {_BINARY[type(op)]} {e(op.operands[1])})"
+                result = c_type(op.results[0].type)
+                lhs, rhs = e(op.operands[0]), e(op.operands[1])
+                symbol = _BINARY[type(op)] if result == "bool" else _BITWISE.get(type(op), _BINARY[type(op)])
+                if result not in NARROW_INTEGERS:
+                    return f"({lhs} {symbol} {rhs})"
+                # computed in int or unsigned int, converted back: wraps as ONNX's do
+                return f"(({result})(({NARROW_INTEGERS[result]}){lhs} {symbol} {rhs}))"
             case _ if type(op) in _CALLS:
-                return f"{_CALLS[type(op)]}({', '.join(_strip(e(o)) for o in op.operands)})"
+                function = math_function(_CALLS[type(op)], op.results[0].type)
+                return f"{function}({', '.join(_strip(e(o)) for o in op.operands)})"
         raise CudaEmitError(f"the CUDA printer does not support '{op.name}'")
 
     def bind(self, value: SSAValue, text: str, *, const: bool = True) -> None:
@@ -466,8 +465,11 @@ def emit_cuda(module: ModuleOp) -> CudaProgram:
         if isinstance(op, tmgpu.KernelOp):
             sig, text = _KernelPrinter(op).print()
             template, params = _params(op)
-            kernels[sig.name] = KernelInfo(sig, op.block.data, template, params, text)
+            alone = f"{HALF_PRELUDE}\n{text}" if "tm_half" in text else text
+            kernels[sig.name] = KernelInfo(sig, op.block.data, template, params, alone)
             chunks.append(text)
+    if any("tm_half" in chunk for chunk in chunks[1:]):
+        chunks.insert(1, HALF_PRELUDE)
     functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
     buffers: tuple[BufferSpec, ...] = ()
     launches: tuple[LaunchSpec, ...] = ()

@@ -1,7 +1,7 @@
 """The calling convention shared by the CUDA C printer and the backends that run it.
 
 A kernel is an `extern "C" __global__ void` function whose parameters are device
-pointers to float/int buffers or scalars. Backends launch it the way `cuLaunchKernel`
+pointers to buffers of the element types of ``tmlir/dtypes.py``, or scalars. Backends launch it the way `cuLaunchKernel`
 does: a grid, a block and an array of pointers to each argument value.
 """
 
@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from tmlir import dtypes
+
+#: numpy dtype of the element a pointer parameter points to, by C element type (the
+#: element types of ``tmlir/dtypes.py``: ``float``, ``tm_half``, ``unsigned char``, ...).
+POINTER_DTYPES: dict[str, np.dtype] = {d.c: d.numpy for d in dtypes.DTYPES}
 #: C types a kernel parameter may have, as spelled in the generated source.
-POINTER_CTYPES = ("float*", "const float*", "int*", "const int*", "long long*",
-                  "const long long*", "bool*", "const bool*")
+POINTER_CTYPES = tuple(f"{const}{c}*" for c in POINTER_DTYPES for const in ("", "const "))
 SCALAR_CTYPES = ("int", "long long", "float")
 
 

@@ -5,11 +5,16 @@ outputs, both in ONNX order; ``tm.inputs`` / ``tm.outputs`` keep their original 
 Initializers and ``Constant`` nodes become ``graph.weight "<name>"`` ops, emitted at first
 use, whose arrays go to ``ImportedModel.weights``: the IR text never holds tensor data.
 Computations on constants and static shapes (``Shape → Gather → Concat``, a ``Transpose``
-of a weight) are folded first (``tmlir.frontends.onnx_fold``), so their ops need no
-importer. Each op the importer takes is declared, with its attributes, input dtypes and
+of a weight) are folded first (``tmlir.frontends.onnx_fold``), alternating with shape
+inference until nothing more folds, so their ops need no importer; what is left is folded
+by the importer from its own graph's static shapes (``ImportContext.fold``). Each op the
+importer takes is declared, with its attributes, input dtypes and
 converter, in its family's module (``onnx_ops.FAMILIES``); a converter builds graph ops
 through ``onnx_context.ImportContext``. Every shape comes from ``onnx.shape_inference``
-(strict mode, ``onnx_model.py``) and must be static; element types are float32, int64,
+(strict mode, ``onnx_model.py``; a node it left unknown is inferred again alone from our
+graph's types) and must be static. A value that must be known at compile time but is
+computed from model inputs raises ``RunTimeValueError`` naming them (``input_values``
+fixes them; ``InferenceSession`` compiles per value). Element types are float32, int64,
 int32 and bool (``tmlir.dtypes``), each op's inputs limited by its record. A model this
 importer cannot take (unsupported op, attribute, dtype, dynamic shape, unreadable file)
 raises a one-line ``FrontendError`` naming the node or value at fault.
@@ -40,9 +45,11 @@ from tmlir.frontends.onnx_common import (  # noqa: F401  (FrontendError re-expor
     value_type,
 )
 from tmlir.frontends.onnx_context import ImportContext
+from tmlir.frontends.onnx_control_flow import ControlFlowInliner
 from tmlir.frontends.onnx_fold import fold_constants
 from tmlir.frontends.onnx_model import (  # noqa: F401  (load_model, declared_inputs re-exported)
     declared_inputs,
+    fix_values,
     infer_shapes,
     load_model,
     specialize,
@@ -55,6 +62,9 @@ SUPPORTED_OPS: tuple[str, ...] = tuple(sorted(_OPS))
 CONSTANT_INPUTS: dict[str, tuple[int, ...]] = {
     op.op_type: op.constant_inputs for op in _OPS.values() if op.constant_inputs}
 _DEFAULT_DOMAINS = ("", "ai.onnx")
+MAX_FOLD_ROUNDS = 16
+"""Rounds of constant folding and shape inference at most (each round that folds something
+runs inference again; a chain of N dependent ``Shape`` computations needs N rounds)."""
 
 
 @dataclass
@@ -101,7 +111,8 @@ def _check_graph(graph_proto: onnx.GraphProto) -> None:
             if (limit := op.outputs) is not None and len(node.output) > limit:
                 raise FrontendError(f"{label}: expected at most {limit} "
                                     f"outputs, got {len(node.output)}")
-        if not node.output or not node.output[0] or (
+        present = node.output[0] or op.optional_outputs and any(node.output)
+        if not node.output or not present or (
                 extra and not op.unused_outputs):
             raise FrontendError(f"{label}: expected 1 output, got {len(node.output)}")
         if used := [n for n in extra if n in consumed]:
@@ -140,6 +151,8 @@ def _import_graph(graph_proto: onnx.GraphProto, base_dir: str,
         ctx.alias(name, arg)
     for index, node in enumerate(graph_proto.node):
         ctx.label = _node_label(node, index)
+        if ctx.fold(node):  # a shape computation on shapes our graph knows
+            continue
         ctx.check_dtypes(node)
         _OPS[node.op_type].convert(ctx, node)
     ctx.label = "graph"
@@ -156,33 +169,48 @@ def _import_graph(graph_proto: onnx.GraphProto, base_dir: str,
 def import_onnx(
     model: onnx.ModelProto | bytes | str | os.PathLike[str], *, source: str | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    input_values: Mapping[str, np.ndarray] | None = None,
 ) -> ImportedModel:
     """Import an ONNX model given as a ModelProto, its serialized bytes, or a file path.
 
     `source` names the model in error messages and in the module's ``graph.source``
     attribute, and its folder holds any external data; it defaults to the path when `model`
     is one. `input_shapes` fixes the shapes of inputs with symbolic (or any) dimensions,
-    by input name; a shape that contradicts a declared static dim is an error. Raises
+    by input name; a shape that contradicts a declared static dim is an error.
+    `input_values` fixes the values of inputs by name: they become constants (initializers)
+    and are no longer inputs of ``@main``; this is how a model whose shapes or axes are
+    model inputs compiles (`RunTimeValueError` names them). Raises
     FrontendError for anything the frontend cannot import; the returned module is verified.
     """
     if source is None and isinstance(model, str | os.PathLike):
         source = os.fspath(model)
     proto = load_model(model, source)
+    if input_values:
+        input_shapes = {**(input_shapes or {}),
+                        **{name: np.shape(value) for name, value in input_values.items()}}
     if input_shapes:
         proto = specialize(proto, input_shapes)  # a copy
+        if input_values:
+            fix_values(proto, input_values)
     elif proto is model:  # the caller's ModelProto: shape inference writes into it
         proto = onnx.ModelProto()
         proto.CopyFrom(model)
+    inline = ControlFlowInliner()  # If, Loop, Scan decided by constants (onnx_control_flow)
+    inline(proto)
     try:
         inferred = infer_shapes(proto)
     except FrontendError:
         _check_graph(proto.graph)  # an unsupported op explains a failure best
         raise
     # Shape computations on static shapes fold away (tmlir.frontends.onnx_fold); the shapes
-    # they fed (a Reshape's target) are then known to a second inference.
-    nodes = len(inferred.graph.node)
-    fold_constants(inferred, in_place=True)  # a copy of the caller's model, or one of ours
-    if len(inferred.graph.node) != nodes:
+    # they fed (a Reshape's target) are then known to the next inference, which may make
+    # further Shape nodes foldable: fold and infer until nothing changes. An If, Loop or Scan
+    # that the folded constants decide is replaced by its branch or unrolled body in between.
+    for _ in range(MAX_FOLD_ROUNDS):
+        nodes = len(inferred.graph.node)
+        fold_constants(inferred, in_place=True)  # a copy of the caller's model, or one of ours
+        if not inline(inferred) and len(inferred.graph.node) == nodes:
+            break
         infer_shapes(inferred)
     _check_graph(inferred.graph)
     opset = max((o.version for o in inferred.opset_import if o.domain in _DEFAULT_DOMAINS),

@@ -18,6 +18,19 @@ class FrontendError(ValueError):
     """A model the frontend cannot import; the message is one line naming the culprit."""
 
 
+class RunTimeValueError(FrontendError):
+    """A value the importer must know (a ``Reshape``'s shape, a reduction's axes, an
+    ``If``'s condition) is computed from model inputs (small ones, as a rule): the model
+    compiles once their values are given (``InferenceSession`` compiles per value fed;
+    ``import_onnx(input_values=...)``). `inputs` names those model inputs."""
+
+    def __init__(self, message: str, inputs: tuple[str, ...], where: str) -> None:
+        super().__init__(message)
+        self.inputs = inputs
+        self.where = where
+        """The node that needs the value: ``node 'r' (Reshape)``."""
+
+
 def sanitize_name(name: str) -> str | None:
     """An SSA name hint (C identifier characters) for an ONNX value name; None if empty.
 

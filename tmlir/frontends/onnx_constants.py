@@ -3,9 +3,10 @@
 - ``Constant``: a ``graph.weight`` holding its value (exactly one of ``value``,
   ``value_float(s)`` (float32), ``value_int(s)`` (int64)).
 - ``Shape``, ``Size``, ``ConstantOfShape``, ``Range``: their results are known when the
-  model is compiled (static shapes, constant inputs), so ``onnx_fold`` has replaced them
-  by constants before import; one that is left computes a shape from run-time data, which
-  a compiler for static shapes cannot take, and gets a one-line error.
+  model is compiled (static shapes, constant inputs), so ``onnx_fold`` or the importer
+  (``ImportContext.fold``) has computed them; one that is left depends on a run-time
+  value: a `RunTimeValueError` when that is a model input (compiled per value by the
+  session), else a one-line error.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def constant(ctx: ImportContext, node: NodeProto) -> None:
 @onnx_op("ConstantOfShape", attributes={"value": TENSOR}, inputs=((INT64,),))
 @onnx_op("Range", inputs=(NUMERIC,))
 def compile_time_only(ctx: ImportContext, node: NodeProto) -> None:
-    runtime = [n for n in node.input if n and not ctx.is_constant(n)]
-    what = f"input '{runtime[0]}' is computed at run time" if runtime else "it was not folded"
-    raise FrontendError(f"{ctx.label}: {node.op_type} must be computable when the model "
-                        f"is compiled, but {what}")
+    names = [n for n in node.input if n and ctx.constant_value(n) is None]
+    if not names:
+        raise FrontendError(f"{ctx.label}: {node.op_type} could not be evaluated when the model "
+                            "was compiled")
+    raise ctx.run_time_error(names[0], f"input '{names[0]}' of {node.op_type}")

@@ -10,6 +10,8 @@ opset.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx
 from onnx import NodeProto, numpy_helper
@@ -19,7 +21,15 @@ from xdsl.utils.exceptions import VerifyException
 
 from tmlir import dtypes
 from tmlir.dialects import graph
-from tmlir.frontends.onnx_common import FrontendError, one_line, sanitize_name, value_type
+from tmlir.frontends.onnx_common import (
+    FrontendError,
+    RunTimeValueError,
+    one_line,
+    sanitize_name,
+    value_type,
+)
+from tmlir.frontends.onnx_fold import NONDETERMINISTIC, evaluate_node, shape_result
+from tmlir.frontends.onnx_model import MAX_INFERENCE_CONSTANT
 from tmlir.frontends.onnx_ops import operators
 
 
@@ -36,6 +46,10 @@ class ImportContext:
         self.infos = {v.name: v for v in (*graph_proto.input, *graph_proto.value_info,
                                           *graph_proto.output)}
         self.values: dict[str, SSAValue] = {}
+        self.known: dict[str, np.ndarray] = {}
+        """Values the importer computed (`constant_value`) by name."""
+        self.producers = {out: node for node in graph_proto.node for out in node.output if out}
+        self.graph_inputs = {v.name: v for v in graph_proto.input if v.name not in self.initializers}
         self.weights: dict[str, np.ndarray] = {}
         """``graph.weight`` name -> its array."""
         self.block = Block()
@@ -57,9 +71,11 @@ class ImportContext:
         return names + [""] * (required + optional - len(names))
 
     def value(self, name: str) -> SSAValue:
-        """The SSA value of an ONNX value name; an initializer becomes a weight on first use."""
+        """The SSA value of an ONNX value name; an initializer or a value computed by `fold`
+        becomes a weight on first use."""
         if name not in self.values:
-            self.add_weight(name, self.initializer_array(name))  # checked: it is one
+            known = self.known.get(name)
+            self.add_weight(name, self.initializer_array(name) if known is None else known)
         return self.values[name]
 
     def is_constant(self, name: str) -> bool:
@@ -76,15 +92,88 @@ class ImportContext:
 
     def constant_input(self, node: NodeProto, position: int) -> np.ndarray | None:
         """The value of the node's input at `position` (None when it is absent); an error
-        unless it is an initializer. The op's ``input_names`` name it in errors."""
+        unless it is known when the model is compiled: an initializer, or computed from
+        initializers and static shapes (`constant_value`). The op's ``input_names`` name it
+        in errors."""
         name = node.input[position] if position < len(node.input) else ""
         if not name:
             return None
-        if not self.is_constant(name):
+        if self.is_constant(name):
+            return self.initializer_array(name)
+        value = self.constant_value(name)
+        if value is None:
             what = operators()[node.op_type].input_names[position]
-            raise FrontendError(f"{self.label}: input '{what}' ('{name}') must be a constant "
-                                "(an initializer or a Constant node), not computed at run time")
-        return self.initializer_array(name)
+            raise self.run_time_error(name, f"input '{what}' ('{name}')")
+        return value
+
+    def constant_value(self, name: str) -> np.ndarray | None:
+        """The value of `name` if it is known when the model is compiled: an initializer,
+        or a result of `fold`; else None."""
+        if self.is_constant(name):
+            return self.initializer_array(name)
+        return self.known.get(name)
+
+    def fold(self, node: NodeProto) -> bool:
+        """Compute `node` now if it is a ``Shape``/``Size`` of an imported value (whose
+        shape our graph knows, whatever shape inference found) or a node whose inputs were
+        computed so; its results join `known` and become weights only where a graph op
+        reads them. False (nothing done) otherwise: the node is converted."""
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+               for a in node.attribute) or node.op_type in NONDETERMINISTIC:
+            return False
+        if node.op_type in ("Shape", "Size"):
+            source = self.values.get(node.input[0]) if node.input else None
+            if source is None:
+                return False
+            results = [shape_result(node, tuple(source.type.get_shape()))]
+        else:
+            names = [n for n in node.input if n]
+            if not names or not any(n in self.known for n in names) or not all(
+                    n in self.known or self.is_constant(n) for n in names):
+                return False
+            inputs = [self.constant_value(n) if n else None for n in node.input]
+            results = evaluate_node(node, inputs, [onnx.helper.make_opsetid("", self.opset)])
+            if results is None:
+                return False
+        self.known.update((out, array) for out, array in zip(node.output, results) if out)
+        return True
+
+    def run_time_error(self, name: str, what: str) -> FrontendError:
+        """The error for `what` (the value `name`), which must be known when the model is
+        compiled but is not: a `RunTimeValueError` naming the model inputs it is computed
+        from (their values can be given) when nothing else unknown feeds it, else a plain
+        FrontendError."""
+        sources = self.input_sources(name)
+        if sources:
+            listed = ", ".join(f"'{s}'" for s in sources)
+            origin = ("is a model input" if sources == (name,) else
+                      f"is computed from the model input{'s' * (len(sources) > 1)} {listed}")
+            return RunTimeValueError(
+                f"{self.label}: {what} {origin}, whose value must be known when the model is "
+                "compiled (InferenceSession compiles the model for each value it is fed)",
+                sources, self.label)
+        return FrontendError(f"{self.label}: {what} must be a constant (an initializer or a "
+                             "Constant node), not computed at run time")
+
+    def input_sources(self, name: str) -> tuple[str, ...] | None:
+        """The model inputs from which `name` is computed, if nothing else unknown (a
+        ``Shape`` of a value not imported, a subgraph) feeds it; None otherwise."""
+        sources, seen, pending = [], set(), [name]
+        while pending:
+            current = pending.pop()
+            if current in seen or not current or self.is_constant(current) or current in self.known:
+                continue
+            seen.add(current)
+            if current in self.graph_inputs:
+                sources.append(current)
+                continue
+            node = self.producers.get(current)
+            if node is None or node.op_type in ("Shape", "Size") or node.attribute and any(
+                    a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+                    for a in node.attribute):
+                return None
+            pending.extend(node.input)
+        return tuple(sorted(sources)) or None
 
     def constant_ints(self, node: NodeProto, position: int) -> list[int] | None:
         """An integer constant input as a list (see `constant_input`)."""
@@ -157,8 +246,51 @@ class ImportContext:
         return self.result_type_of(node.output[0])
 
     def result_type_of(self, name: str) -> TensorType:
-        """The inferred type of output `name` of the current node."""
-        return value_type(self.infos, name, f"{self.label}: output '{name}'")
+        """The inferred type of output `name` of the current node. Where shape inference of
+        the whole model left it unknown or dynamic, the node is inferred again on its own,
+        from the types of its operands in our graph (always static) and the values of its
+        constant operands."""
+        what = f"{self.label}: output '{name}'"
+        try:
+            return value_type(self.infos, name, what)
+        except FrontendError:
+            if not self._infer_node(name):
+                raise
+        return value_type(self.infos, name, what)
+
+    def _infer_node(self, name: str) -> bool:
+        """Run onnx's shape inference on the node that defines `name` alone, its operands
+        typed as our graph has them; record what it finds in `infos`. Whether it ran."""
+        node = self.producers.get(name)
+        if node is None:
+            return False
+        inputs, constants = [], []
+        for operand in dict.fromkeys(n for n in node.input if n):
+            value = self.known.get(operand)
+            if value is None and self.is_constant(operand):
+                tensor = self.initializers[operand]
+                if math.prod(tensor.dims) <= MAX_INFERENCE_CONSTANT:
+                    value = self.initializer_array(operand)
+            if value is not None:
+                constants.append(numpy_helper.from_array(np.asarray(value), operand))
+            elif operand in self.values:
+                type_ = self.values[operand].type
+                code = dtypes.of_ir(type_.get_element_type()).onnx  # type: ignore[attr-defined]
+                inputs.append(onnx.helper.make_tensor_value_info(operand, code, type_.get_shape()))
+            else:
+                return False
+        outputs = [onnx.helper.make_empty_tensor_value_info(o) for o in node.output if o]
+        model = onnx.helper.make_model(
+            onnx.helper.make_graph([node], "node", inputs, outputs, constants),
+            opset_imports=[onnx.helper.make_opsetid("", self.opset)])
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        except Exception:  # the whole model's inference has already said why
+            return False
+        for info in (*inferred.graph.value_info, *inferred.graph.output):
+            if info.type.HasField("tensor_type") and info.type.tensor_type.HasField("shape"):
+                self.infos[info.name] = info
+        return True
 
     def check_inferred(self, node: NodeProto, result_type: TensorType) -> None:
         """`result_type` (computed by the converter) agrees with what shape inference

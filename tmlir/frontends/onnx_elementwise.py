@@ -6,6 +6,9 @@
   input, that input.
 - The unary ops (``Relu``, ``Gelu``, ...): the graph op of the same name, whose properties
   are the ONNX attributes with their ONNX defaults.
+- ``Mod``: ``graph.mod`` (``{fmod}`` for ``fmod = 1``); ``BitShift``: ``graph.shift_left``
+  or ``graph.shift_right``; ``BitwiseAnd``, ``BitwiseOr``, ``BitwiseXor``, ``BitwiseNot``:
+  ``graph.bitwise_and``, ...; ``PRelu``: ``graph.prelu`` (the slope broadcasts to X).
 - ``Clip``: ``graph.clip`` with the constant bounds (attributes before opset 11, inputs
   since); a bound computed at run time becomes a ``graph.max`` / ``graph.min``.
 
@@ -20,10 +23,12 @@ import math
 from onnx import NodeProto
 from xdsl.ir import Operation, SSAValue
 
+from tmlir import dtypes
 from tmlir.dialects import graph
+from tmlir.dtypes import ALL_INTEGERS
 from tmlir.frontends.onnx_common import FrontendError
 from tmlir.frontends.onnx_context import ImportContext
-from tmlir.frontends.onnx_ops import F32, FLOAT, NUMERIC, STRING, Attr, onnx_op
+from tmlir.frontends.onnx_ops import F32, FLOAT, INT, NUMERIC, STRING, Attr, onnx_op
 
 
 def _binary(op_type: str, graph_op: type[graph.BinaryElementwiseOp],
@@ -93,6 +98,75 @@ _unary("Selu", graph.SeluOp, alpha=Attr(FLOAT, default=1.67326319217681884765625
        gamma=Attr(FLOAT, default=1.05070102214813232421875))
 _unary("Gelu", graph.GeluOp,
        approximate=Attr(STRING, choices=graph.GELU_APPROXIMATIONS, default="none"))
+_unary("Sign", graph.SignOp, inputs=((*F32, *ALL_INTEGERS),))
+_unary("Floor", graph.FloorOp)
+_unary("Ceil", graph.CeilOp)
+_unary("Round", graph.RoundOp)
+_unary("Sin", graph.SinOp)
+_unary("Cos", graph.CosOp)
+_unary("Tan", graph.TanOp)
+_unary("Asin", graph.AsinOp)
+_unary("Acos", graph.AcosOp)
+_unary("Atan", graph.AtanOp)
+_unary("Sinh", graph.SinhOp)
+_unary("Cosh", graph.CoshOp)
+_unary("Asinh", graph.AsinhOp)
+_unary("Acosh", graph.AcoshOp)
+_unary("Atanh", graph.AtanhOp)
+_unary("Mish", graph.MishOp)
+_unary("ThresholdedRelu", graph.ThresholdedReluOp, alpha=Attr(FLOAT, default=1.0))
+_unary("Shrink", graph.ShrinkOp, lambd=Attr(FLOAT, default=0.5), bias=Attr(FLOAT, default=0.0))
+_unary("BitwiseNot", graph.BitwiseNotOp, inputs=(ALL_INTEGERS,))
+_binary("BitwiseAnd", graph.BitwiseAndOp, inputs=(ALL_INTEGERS,))
+_binary("BitwiseOr", graph.BitwiseOrOp, inputs=(ALL_INTEGERS,))
+_binary("BitwiseXor", graph.BitwiseXorOp, inputs=(ALL_INTEGERS,))
+
+
+@onnx_op("Celu", attributes={"alpha": Attr(FLOAT, default=1.0)})
+def celu(ctx: ImportContext, node: NodeProto) -> None:
+    alpha = float(ctx.attributes(node).get("alpha", 1.0))  # type: ignore[arg-type]
+    if alpha == 0:
+        raise FrontendError(f"{ctx.label}: attribute 'alpha' must not be 0")
+    (x,) = ctx.inputs(node, 1)
+    ctx.define(node.output[0], graph.CeluOp(x, alpha=alpha))
+
+
+@onnx_op("Mod", attributes={"fmod": Attr(INT, choices=(0, 1), default=0)},
+         inputs=((*dtypes.FLOATS, *ALL_INTEGERS),))
+def mod(ctx: ImportContext, node: NodeProto) -> None:
+    """``graph.mod``, with ``{fmod}`` for ``fmod = 1`` (C's remainder; since opset 28 a
+    float ``Mod`` may also have ``fmod = 0``, Python's, which it computes alike before)."""
+    fmod = bool(ctx.attributes(node).get("fmod", 0))
+    lhs, rhs = ctx.inputs(node, 2)
+    ctx.same_dtype(lhs, rhs)
+    ctx.define(node.output[0], graph.ModOp(lhs, rhs, ctx.result_type(node), fmod=fmod))
+
+
+@onnx_op("BitShift", attributes={"direction": Attr(STRING, choices=("LEFT", "RIGHT"))},
+         inputs=(ALL_INTEGERS,))
+def bit_shift(ctx: ImportContext, node: NodeProto) -> None:
+    """``graph.shift_left`` or ``graph.shift_right`` (arithmetic for signed integers, as
+    opset 28 defines it, logical for unsigned ones)."""
+    direction = ctx.attributes(node).get("direction")
+    if direction is None:
+        raise FrontendError(f"{ctx.label}: attribute 'direction' is required")
+    lhs, rhs = ctx.inputs(node, 2)
+    ctx.same_dtype(lhs, rhs)
+    op_type = graph.ShiftLeftOp if direction == "LEFT" else graph.ShiftRightOp
+    ctx.define(node.output[0], op_type(lhs, rhs, ctx.result_type(node)))
+
+
+@onnx_op("PRelu", inputs=((*F32, *ALL_INTEGERS),))
+def prelu(ctx: ImportContext, node: NodeProto) -> None:
+    """``graph.prelu``; the slope must broadcast to the shape of X (unidirectionally)."""
+    x, slope = ctx.inputs(node, 2)
+    ctx.same_dtype(x, slope, "X and slope")
+    shape, slope_shape = tuple(x.type.get_shape()), tuple(slope.type.get_shape())
+    if len(slope_shape) > len(shape) or any(
+            s not in (1, d) for s, d in zip(reversed(slope_shape), reversed(shape))):
+        raise FrontendError(f"{ctx.label}: slope of shape {list(slope_shape)} does not "
+                            f"broadcast to the shape {list(shape)} of X")
+    ctx.define(node.output[0], graph.PReluOp(x, slope, x.type))
 
 
 @onnx_op("Clip", attributes={"min": FLOAT, "max": FLOAT})  # before opset 11; then inputs

@@ -50,7 +50,7 @@ def _shape_of(node: NodeProto, shape: tuple[int, ...]) -> np.ndarray:
     return np.array(shape[start:end], dtype=np.int64)
 
 
-def _constant_value(node: NodeProto) -> list[np.ndarray] | None:
+def constant_node_value(node: NodeProto) -> list[np.ndarray] | None:
     """A ``Constant`` node's value per the spec (``value_float`` is a scalar, ...)."""
     for attr in node.attribute:
         value = helper.get_attribute_value(attr)
@@ -123,11 +123,7 @@ def fold_constants(model: ModelProto, *, in_place: bool = False) -> ModelProto:
         return folded
     del graph.node[:]
     graph.node.extend(kept)
-    used = {name for node in kept for name in node.input} | outputs
-    for node in kept:  # names used inside subgraphs count too
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                used |= {n for sub in attr.g.node for n in sub.input}
+    used = {name for node in kept for name in node.input} | outputs | _subgraph_reads(kept)
     for name, array in new_constants.items():
         if name in used:
             graph.initializer.append(numpy_helper.from_array(np.asarray(array, order="C"), name))
@@ -139,6 +135,23 @@ def fold_constants(model: ModelProto, *, in_place: bool = False) -> ModelProto:
     del graph.value_info[:]
     graph.value_info.extend(infos_left)
     return folded
+
+
+def _subgraph_reads(nodes: list[NodeProto]) -> set[str]:
+    """The names read inside the subgraphs of `nodes`, at any depth (a constant read only by
+    an ``If`` in a ``Loop`` body must stay)."""
+    reads: set[str] = set()
+    pending = [g for node in nodes for a in node.attribute
+               for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else
+                         a.graphs if a.type == onnx.AttributeProto.GRAPHS else [])]
+    while pending:
+        graph = pending.pop()
+        for node in graph.node:
+            reads.update(node.input)
+            for a in node.attribute:
+                pending.extend([a.g] if a.type == onnx.AttributeProto.GRAPH else
+                               a.graphs if a.type == onnx.AttributeProto.GRAPHS else [])
+    return reads
 
 
 class _Constants(dict):
@@ -166,21 +179,32 @@ def _fold(node: NodeProto, constants: _Constants,
            for a in node.attribute):
         return None
     if node.op_type == "Constant":
-        return _constant_value(node)
+        return constant_node_value(node)
     if node.op_type in ("Shape", "Size") and node.input:
         shape = _static_shape(infos.get(node.input[0]))
         if node.input[0] in constants:
             shape = constants[node.input[0]].shape
-        if shape is None:
-            return None
-        if node.op_type == "Size":
-            return [np.array(int(np.prod(shape)), dtype=np.int64)]
-        return [_shape_of(node, shape)]
+        return None if shape is None else [shape_result(node, shape)]
     if any(name and name not in constants for name in node.input):
         return None
-    inputs = [constants[name] if name else None for name in node.input]
+    return evaluate_node(node, [constants[name] if name else None for name in node.input], opset)
+
+
+def shape_result(node: NodeProto, shape: tuple[int, ...]) -> np.ndarray:
+    """The result of a ``Shape`` (with its ``start``/``end``) or ``Size`` node of a value
+    of static `shape`."""
+    if node.op_type == "Size":
+        return np.array(int(np.prod(shape)), dtype=np.int64)
+    return _shape_of(node, shape)
+
+
+def evaluate_node(node: NodeProto, inputs: list[np.ndarray | None],
+                  opset: list) -> list[np.ndarray] | None:
+    """The results of a deterministic default-domain node without subgraphs on constant
+    `inputs` (None for an absent optional one); None if it cannot be evaluated here (the
+    reference implementation fails) or a result exceeds `MAX_FOLDED_ELEMENTS`."""
     try:
-        if node.op_type in _NUMPY and node.domain in _DEFAULT_DOMAINS:
+        if node.op_type in _NUMPY:
             results = _NUMPY[node.op_type](node, inputs)
         else:
             results = _evaluate(node, inputs, opset)

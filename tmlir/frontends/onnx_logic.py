@@ -4,21 +4,25 @@ the run-time ``GatherElements`` and ``GatherND``.
 - ``Equal``, ``Less``, ``LessOrEqual``, ``Greater``, ``GreaterOrEqual``: ``graph.equal``,
   ``graph.less``, ... (an ``i1`` result); ``And``, ``Or``, ``Xor``, ``Not``: ``graph.and``,
   ``graph.or``, ``graph.xor``, ``graph.not``.
-- ``Where``: ``graph.where``; ``IsNaN``: ``graph.is_nan``; ``Cast`` (``to`` one of float32,
-  int64, int32, bool; ``saturate`` only matters for float8, which is not supported):
+- ``Where``: ``graph.where``; ``IsNaN``: ``graph.is_nan``; ``Cast`` (``to`` any dtype of
+  ``tmlir/dtypes.py``; ``saturate`` only matters for float8, which is not supported) and
+  ``CastLike`` (to the dtype of its second input, whose values are not read):
   ``graph.cast``, or the input itself when it already has that type.
+- ``IsInf``: ``graph.is_inf``, with ``detect_negative = false`` or ``detect_positive = false``
+  where the node says so.
 - ``GatherElements``: ``graph.take_along_axis``; ``GatherND``: ``graph.gather_nd``.
 """
 
 from __future__ import annotations
 
 from onnx import NodeProto
+from xdsl.ir import SSAValue
 
 from tmlir import dtypes
 from tmlir.dialects import graph
 from tmlir.frontends.onnx_common import FrontendError
 from tmlir.frontends.onnx_context import ImportContext
-from tmlir.frontends.onnx_ops import ANY, BOOL, INT, INT64, INTEGERS, NUMERIC, onnx_op
+from tmlir.frontends.onnx_ops import ANY, BOOL, INT, INT64, INTEGERS, NUMERIC, Attr, onnx_op
 
 
 def _comparison(op_type: str, graph_op: type[graph.CompareOp],
@@ -58,11 +62,21 @@ def logical_not(ctx: ImportContext, node: NodeProto) -> None:
     ctx.define(node.output[0], graph.NotOp(x))
 
 
-@onnx_op("IsNaN")
+@onnx_op("IsNaN", inputs=(dtypes.FLOATS,))
 def is_nan(ctx: ImportContext, node: NodeProto) -> None:
     ctx.attributes(node)
     (x,) = ctx.inputs(node, 1)
     ctx.define(node.output[0], graph.IsNanOp(x))
+
+
+@onnx_op("IsInf", attributes={"detect_negative": Attr(INT, (0, 1), 1),
+                              "detect_positive": Attr(INT, (0, 1), 1)},
+         inputs=(dtypes.FLOATS,))
+def is_inf(ctx: ImportContext, node: NodeProto) -> None:
+    attrs = ctx.attributes(node)
+    (x,) = ctx.inputs(node, 1)
+    ctx.define(node.output[0], graph.IsInfOp(x, bool(attrs.get("detect_negative", 1)),
+                                             bool(attrs.get("detect_positive", 1))))
 
 
 @onnx_op("Where", inputs=((BOOL,), ANY))
@@ -84,10 +98,30 @@ def cast(ctx: ImportContext, node: NodeProto) -> None:
     if target is None:
         raise FrontendError(f"{ctx.label}: cannot cast to {dtypes.onnx_name(code)} "
                             f"(supported: {dtypes.SUPPORTED_NAMES})")
-    if x.type.get_element_type() == target.ir:
+    _cast_to(ctx, node, x, target)
+
+
+def _cast_to(ctx: ImportContext, node: NodeProto, x: SSAValue, target: dtypes.DType) -> None:
+    if x.type.get_element_type() == target.ir:  # type: ignore[attr-defined]
         ctx.alias(node.output[0], x)
         return
     ctx.define(node.output[0], graph.CastOp(x, target.ir))
+
+
+@onnx_op("CastLike", attributes={"saturate": INT}, inputs=(ANY, ANY))
+def cast_like(ctx: ImportContext, node: NodeProto) -> None:
+    ctx.attributes(node)
+    x_name, like_name = ctx.input_names(node, 2)
+    x = ctx.value(x_name)
+    if ctx.is_constant(like_name):
+        code = ctx.initializers[like_name].data_type
+    else:
+        code = dtypes.of_ir(ctx.value(like_name).type.get_element_type()).onnx  # type: ignore[attr-defined]
+    target = dtypes.from_onnx(code)
+    if target is None:
+        raise FrontendError(f"{ctx.label}: cannot cast to {dtypes.onnx_name(code)} "
+                            f"(supported: {dtypes.SUPPORTED_NAMES})")
+    _cast_to(ctx, node, x, target)
 
 
 @onnx_op("GatherElements", attributes={"axis": INT}, inputs=(ANY, INTEGERS))

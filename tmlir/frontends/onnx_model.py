@@ -10,6 +10,7 @@ import re
 import warnings
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import onnx
 
 from tmlir.frontends.onnx_common import FrontendError, one_line, type_kind
@@ -85,6 +86,34 @@ def specialize(proto: onnx.ModelProto, shapes: Mapping[str, Sequence[int]]) -> o
     return specialized
 
 
+def fix_values(proto: onnx.ModelProto, values: Mapping[str, np.ndarray]) -> None:
+    """The inputs of `proto` named in `values` become initializers holding those values, in
+    place (their shapes were fixed by `specialize`); a value of another dtype than the
+    declared one is an error."""
+    declared = {v.name: v.type.tensor_type.elem_type for v in proto.graph.input}
+    for name, value in values.items():
+        array = np.asarray(value)
+        code = onnx.helper.np_dtype_to_tensor_dtype(array.dtype) if array.dtype.kind in "biuf" else None
+        if code != declared[name]:
+            raise FrontendError(f"input '{name}': value of dtype {array.dtype}, but the model "
+                                f"declares {onnx.TensorProto.DataType.Name(declared[name])}")
+        proto.graph.initializer.append(onnx.numpy_helper.from_array(np.array(array, order="C"), name))
+
+
+INFERENCE_DEFAULTS = {"MeanVarianceNormalization": ("axes", [0, 2, 3])}
+"""Attributes whose ONNX default onnx's shape inference does not apply (the function body of
+``MeanVarianceNormalization`` reads ``axes`` and fails without it): `infer_shapes` writes
+them into the nodes that leave them out, which changes nothing else."""
+
+
+def _fill_inference_defaults(graph_proto: onnx.GraphProto) -> None:
+    for node in graph_proto.node:
+        default = INFERENCE_DEFAULTS.get(node.op_type)
+        if default and node.domain in ("", "ai.onnx") and all(
+                a.name != default[0] for a in node.attribute):
+            node.attribute.append(onnx.helper.make_attribute(*default))
+
+
 MAX_INFERENCE_CONSTANT = 4096
 """Initializers of more elements are given to shape inference as typed inputs, without
 their data: inference reads the values of shape-like constants only, and serializing a
@@ -94,11 +123,14 @@ model's weights into it dominated the import of large models (BERT-base: 10 of 1
 def infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
     """Every value's type inferred (strict mode) into `proto`'s ``value_info`` and outputs,
     in place; `proto` is returned. A failure is a one-line FrontendError (`proto` unchanged).
-    Stored ``value_info`` that contradicts inference (stale shapes) is dropped with a warning.
+    Stored ``value_info`` that contradicts inference (stale shapes) is dropped with a warning;
+    attributes inference needs but does not default (`INFERENCE_DEFAULTS`) are written into
+    the nodes first.
 
     Inference runs on a light copy: initializers of more than MAX_INFERENCE_CONSTANT
     elements become typed graph inputs there, without their data."""
     graph_proto = proto.graph
+    _fill_inference_defaults(graph_proto)
     small = [t for t in graph_proto.initializer if math.prod(t.dims) <= MAX_INFERENCE_CONSTANT]
     large = [t for t in graph_proto.initializer if math.prod(t.dims) > MAX_INFERENCE_CONSTANT]
     light = onnx.ModelProto(ir_version=proto.ir_version, opset_import=proto.opset_import,

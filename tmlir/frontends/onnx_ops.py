@@ -30,6 +30,7 @@ from tmlir import dtypes
 from tmlir.dtypes import (  # noqa: F401  (the dtypes of records, for the families)
     BOOL,
     DTYPES,
+    FLOAT16,
     FLOAT32,
     INT64,
     INTEGERS,
@@ -43,12 +44,16 @@ if TYPE_CHECKING:
 #: ONNX attribute types, as records name them.
 INT, INTS, FLOAT = AttributeProto.INT, AttributeProto.INTS, AttributeProto.FLOAT
 FLOATS, STRING, TENSOR = AttributeProto.FLOATS, AttributeProto.STRING, AttributeProto.TENSOR
-#: Dtype sets of an input (``inputs=``): any supported dtype; float32 only.
-ANY, F32 = DTYPES, (FLOAT32,)
+GRAPH = AttributeProto.GRAPH
+#: Dtype sets of an input (``inputs=``): any supported dtype; the floats computed in float32
+#: (float16 tensors are read widened to float32 and written rounded: ``tmlir/dtypes.py``).
+ANY, F32 = DTYPES, (FLOAT32, FLOAT16)
 
 #: The modules that declare ops, one per operator family.
 FAMILIES = ("onnx_elementwise", "onnx_matmul", "onnx_constants", "onnx_logic",
-            "onnx_data_movement", "onnx_reductions", "onnx_conv")
+            "onnx_data_movement", "onnx_reductions", "onnx_conv", "onnx_normalization",
+            "onnx_recurrent",
+            "onnx_indexing", "onnx_einsum", "onnx_control_flow")
 
 Converter = Callable[["ImportContext", NodeProto], None]
 
@@ -83,6 +88,9 @@ class OnnxOp:
     """How many outputs the converter defines (None: any number)."""
     unused_outputs: bool = False
     """Whether outputs after the first are accepted when nothing uses them."""
+    optional_outputs: bool = False
+    """Whether any output, the first too, may be absent (``""``): the converter defines
+    those present (an LSTM's ``Y`` when only ``Y_h`` is wanted)."""
     one_attribute: bool = False
     """Whether exactly one of the attributes must be given (Constant)."""
 
@@ -116,6 +124,7 @@ def onnx_op(op_type: str, *, attributes: Mapping[str, int | Attr] | None = None,
             inputs: tuple[tuple[dtypes.DType, ...], ...] = (F32,),
             constant_inputs: tuple[int, ...] = (), input_names: tuple[str, ...] = (),
             outputs: int | None = 1, unused_outputs: bool = False,
+            optional_outputs: bool = False,
             one_attribute: bool = False) -> Callable[[Converter], Converter]:
     """Declare `op_type`, converted by the decorated function (returned unchanged, so that
     one converter can take several op types). An attribute given as its ONNX type alone
@@ -127,7 +136,7 @@ def onnx_op(op_type: str, *, attributes: Mapping[str, int | Attr] | None = None,
                  for name, spec in (attributes or {}).items()}
         _OPS[op_type] = OnnxOp(op_type, convert, MappingProxyType(specs), inputs,
                                constant_inputs, input_names, outputs, unused_outputs,
-                               one_attribute)
+                               optional_outputs, one_attribute)
         return convert
 
     return register

@@ -5,12 +5,25 @@ What each op imports to:
 - ``Softmax`` / ``LogSoftmax``: ``graph.softmax`` / ``graph.log_softmax``. Before opset 13
   the input is taken as 2-D, flattened at ``axis`` (default 1), so the axes are ``axis`` to
   the last; since 13, the single ``axis`` (default -1).
-- ``ReduceSum`` / ``ReduceMean`` / ``ReduceMax`` / ``ReduceMin``: ``graph.reduce_*``. The
-  axes are an attribute before opset 18 (13 for ``ReduceSum``), then an optional input,
-  which must be a constant (an initializer, or a ``Constant`` node, which constant folding
-  made one). No axes reduce every dim, or with ``noop_with_empty_axes`` none (the input
-  itself); ``keepdims`` (default 1) keeps the reduced dims as 1. Reducing empty sets (an
-  input with a zero extent) gives a constant: 0, NaN (mean), -inf (max) or inf (min).
+- ``ReduceSum`` / ``ReduceMean`` / ``ReduceMax`` / ``ReduceMin`` / ``ReduceProd`` /
+  ``ReduceL1`` / ``ReduceL2`` / ``ReduceSumSquare`` / ``ReduceLogSum`` /
+  ``ReduceLogSumExp``: ``graph.reduce_*``. The axes are an attribute before opset 18 (13
+  for ``ReduceSum``), then an optional input, which must be a constant (an initializer, or
+  a ``Constant`` node, which constant folding made one). No axes reduce every dim, or with
+  ``noop_with_empty_axes`` none (the input itself); ``keepdims`` (default 1) keeps the
+  reduced dims as 1. float32 data; ``ReduceMax`` / ``ReduceMin`` take bools too (any /
+  all). Reducing empty sets (an input with a zero extent) gives a constant: the
+  reduction's identity (0, 1 for the product, -inf for the max and the logarithms, inf
+  for the min, false / true for bools), NaN for the mean.
+- ``ArgMax`` / ``ArgMin``: ``graph.arg_max`` / ``graph.arg_min`` (``axis`` default 0,
+  ``keepdims``, ``select_last_index``), float32 data, int64 indices.
+- ``Hardmax``: ``graph.hardmax`` over ``axis`` (default -1); before opset 13 the input is
+  taken as 2-D, flattened at ``axis`` (default 1): a ``graph.reshape`` on either side.
+- ``CumSum``: ``graph.cumsum`` (float32, float64, int32, int64) along the ``axis`` input,
+  which must be a constant; ``exclusive``, ``reverse``.
+- ``TopK``: ``graph.top_k`` with both outputs (values of any float or integer dtype; int64
+  indices). ``k`` is an attribute before opset 10, then an input that must be a constant;
+  ``largest`` (default 1) and ``sorted`` (any: the outputs are always sorted).
 - ``LayerNormalization``: ``graph.layer_norm`` (``axis`` default -1, ``epsilon`` 1e-5,
   ``stash_type`` 1 only: float32 statistics), with the optional ``Mean`` / ``InvStdDev``
   outputs as two more results when either is used.
@@ -31,7 +44,9 @@ from onnx import NodeProto
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
+from tmlir import dtypes
 from tmlir.dialects import graph
+from tmlir.dtypes import BOOL, FLOAT32, FLOAT64, INT32, INT64, NUMERIC
 from tmlir.frontends.onnx_common import FrontendError, auto_pads
 from tmlir.frontends.onnx_context import ImportContext
 from tmlir.frontends.onnx_ops import F32, FLOAT, INT, INTEGERS, INTS, STRING, Attr, onnx_op
@@ -60,13 +75,14 @@ def softmax(ctx: ImportContext, node: NodeProto) -> None:
 
 
 def _reduction(op_type: str, graph_op: type[graph.ReduceOp], axes_input_since: int,
-               empty: float) -> None:
-    """A reduction whose axes are an input from opset `axes_input_since`, and whose value
-    over an empty set (ONNX's ``reduce_*_empty_set`` tests) is `empty`."""
+               empty: float, data: tuple[dtypes.DType, ...] = F32) -> None:
+    """A reduction of `data` whose axes are an input from opset `axes_input_since`, and
+    whose value over an empty set (ONNX's ``reduce_*_empty_set`` tests) is `empty` (for
+    bools, ``empty > 0``: false for the max, true for the min)."""
 
     @onnx_op(op_type, attributes={"axes": INTS, "keepdims": Attr(INT, _FLAG),
                                   "noop_with_empty_axes": Attr(INT, _FLAG)},
-             inputs=(F32, INTEGERS), constant_inputs=(1,), input_names=("data", "axes"))
+             inputs=(data, INTEGERS), constant_inputs=(1,), input_names=("data", "axes"))
     def reduce(ctx: ImportContext, node: NodeProto) -> None:
         attrs = ctx.attributes(node)
         if ctx.opset >= axes_input_since:
@@ -90,15 +106,114 @@ def _reduction(op_type: str, graph_op: type[graph.ReduceOp], axes_input_since: i
             if 0 in out_shape:
                 raise FrontendError(f"{ctx.label}: zero-size tensors are not supported "
                                     f"(input {list(_shape(x))}, output {list(out_shape)})")
-            ctx.add_weight(node.output[0], np.full(out_shape, empty, np.float32))
+            dtype = dtypes.of_ir(x.type.get_element_type()).numpy  # type: ignore[attr-defined]
+            fill = (empty > 0) if dtype == np.bool_ else empty
+            ctx.add_weight(node.output[0], np.full(out_shape, fill, dtype))
             return
         ctx.define(node.output[0], graph_op(x, reduced, keepdims))
 
 
 _reduction("ReduceSum", graph.ReduceSumOp, 13, 0.0)
 _reduction("ReduceMean", graph.ReduceMeanOp, 18, float("nan"))
-_reduction("ReduceMax", graph.ReduceMaxOp, 18, -np.inf)
-_reduction("ReduceMin", graph.ReduceMinOp, 18, np.inf)
+_reduction("ReduceMax", graph.ReduceMaxOp, 18, -np.inf, (*F32, BOOL))
+_reduction("ReduceMin", graph.ReduceMinOp, 18, np.inf, (*F32, BOOL))
+_reduction("ReduceProd", graph.ReduceProdOp, 18, 1.0)
+_reduction("ReduceL1", graph.ReduceL1Op, 18, 0.0)
+_reduction("ReduceL2", graph.ReduceL2Op, 18, 0.0)
+_reduction("ReduceSumSquare", graph.ReduceSumSquareOp, 18, 0.0)
+_reduction("ReduceLogSum", graph.ReduceLogSumOp, 18, -np.inf)
+_reduction("ReduceLogSumExp", graph.ReduceLogSumExpOp, 18, -np.inf)
+
+
+def _no_zero_size(ctx: ImportContext, x: SSAValue) -> None:
+    if 0 in _shape(x):
+        raise FrontendError(f"{ctx.label}: zero-size tensors are not supported (input "
+                            f"{list(_shape(x))})")
+
+
+@onnx_op("ArgMax", attributes={"axis": INT, "keepdims": Attr(INT, _FLAG),
+                               "select_last_index": Attr(INT, _FLAG)}, inputs=((FLOAT32,),))
+@onnx_op("ArgMin", attributes={"axis": INT, "keepdims": Attr(INT, _FLAG),
+                               "select_last_index": Attr(INT, _FLAG)}, inputs=((FLOAT32,),))
+def arg_reduce(ctx: ImportContext, node: NodeProto) -> None:
+    attrs = ctx.attributes(node)
+    (x,) = ctx.inputs(node, 1)
+    _no_zero_size(ctx, x)
+    axis = ctx.axis_of(attrs.get("axis", 0), max(len(_shape(x)), 1))
+    op_type = graph.ArgMaxOp if node.op_type == "ArgMax" else graph.ArgMinOp
+    ctx.define(node.output[0], op_type(x, axis, attrs.get("keepdims", 1) == 1,
+                                       attrs.get("select_last_index", 0) == 1))
+
+
+@onnx_op("Hardmax", attributes={"axis": INT}, inputs=((FLOAT32,),))
+def hardmax(ctx: ImportContext, node: NodeProto) -> None:
+    (x,) = ctx.inputs(node, 1)
+    _no_zero_size(ctx, x)
+    shape = _shape(x)
+    legacy = ctx.opset < 13  # over the input flattened to 2-D at `axis`
+    axis = ctx.axis_of(ctx.attributes(node).get("axis", 1 if legacy else -1), len(shape))
+    if not legacy or axis == len(shape) - 1:
+        ctx.define(node.output[0], graph.HardmaxOp(x, axis))
+        return
+    element = x.type.get_element_type()  # type: ignore[attr-defined]
+    rows = TensorType(element, [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))])
+    flat = ctx.append(graph.ReshapeOp(x, rows), f"{node.output[0]}_2d")
+    result = ctx.append(graph.HardmaxOp(flat, 1), f"{node.output[0]}_2d_hardmax")
+    ctx.define(node.output[0], graph.ReshapeOp(result, x.type))  # type: ignore[arg-type]
+
+
+def _constant_scalar(ctx: ImportContext, node: NodeProto, position: int, what: str) -> int:
+    values = ctx.constant_ints(node, position)
+    if values is None or len(values) != 1:
+        raise FrontendError(f"{ctx.label}: input '{what}' must be one integer, got {values}")
+    return values[0]
+
+
+@onnx_op("CumSum", attributes={"exclusive": Attr(INT, _FLAG), "reverse": Attr(INT, _FLAG)},
+         inputs=((FLOAT32, FLOAT64, INT32, INT64), INTEGERS), constant_inputs=(1,),
+         input_names=("x", "axis"))
+def cumsum(ctx: ImportContext, node: NodeProto) -> None:
+    attrs = ctx.attributes(node)
+    name, _ = ctx.input_names(node, 2)
+    x = ctx.value(name)
+    _no_zero_size(ctx, x)
+    if not _shape(x):
+        raise FrontendError(f"{ctx.label}: input 'x' must have rank >= 1, got a scalar")
+    axis = ctx.axis_of(_constant_scalar(ctx, node, 1, "axis"), len(_shape(x)))
+    ctx.define(node.output[0], graph.CumSumOp(x, axis, attrs.get("exclusive", 0) == 1,
+                                              attrs.get("reverse", 0) == 1))
+
+
+@onnx_op("TopK", attributes={"axis": INT, "k": INT, "largest": Attr(INT, _FLAG),
+                             "sorted": Attr(INT, _FLAG)},
+         inputs=(NUMERIC, INTEGERS), constant_inputs=(1,), input_names=("X", "K"),
+         outputs=2)
+def top_k(ctx: ImportContext, node: NodeProto) -> None:
+    attrs = ctx.attributes(node)
+    if ctx.opset < 10:
+        (name,) = ctx.input_names(node, 1)
+        if "k" not in attrs:
+            raise FrontendError(f"{ctx.label}: attribute 'k' is required before opset 10")
+        k = int(attrs["k"])  # type: ignore[call-overload]
+    else:
+        if "k" in attrs:
+            raise FrontendError(f"{ctx.label}: attribute 'k' is not allowed since opset 10, "
+                                "where k is an input")
+        name, _ = ctx.input_names(node, 2)
+        k = _constant_scalar(ctx, node, 1, "K")
+    x = ctx.value(name)
+    _no_zero_size(ctx, x)
+    shape = _shape(x)
+    if not shape:
+        raise FrontendError(f"{ctx.label}: input 'X' must have rank >= 1, got a scalar")
+    axis = ctx.axis_of(attrs.get("axis", -1), len(shape))
+    if not 1 <= k <= shape[axis]:
+        raise FrontendError(f"{ctx.label}: k = {k} must be in [1, {shape[axis]}] (the extent "
+                            f"of axis {axis})")
+    op = graph.TopKOp(x, axis, k, smallest=attrs.get("largest", 1) == 0)
+    ctx.define(node.output[0], op)
+    if len(node.output) > 1 and node.output[1]:
+        ctx.name_result(node.output[1], op.indices)
 
 
 @onnx_op("GlobalAveragePool")

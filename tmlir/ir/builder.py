@@ -4,6 +4,11 @@ Index arithmetic takes ``Index = SSAValue | int`` and folds what is known: Pytho
 ints until an op needs an SSA value, and ``x * 1``, ``x + 0``, ``x / 1``, ``x % 1`` never
 become ops. So the IR that templates and ``tm-lower-mappings`` emit is the arithmetic a
 person would write, not a pile of multiplications by one.
+
+Elements of ``f16`` buffers are computed in ``f32``: `load` widens what it reads
+(``arith.extf``) and `store` rounds an ``f32`` value to the buffer's ``f16``
+(``arith.truncf``, round to nearest even), so a template that computes in f32 takes f16
+tensors unchanged (see ``tmlir/dtypes.py``).
 """
 
 from __future__ import annotations
@@ -16,12 +21,15 @@ from dataclasses import dataclass
 from xdsl.builder import Builder
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
+    Float16Type,
     Float32Type,
+    Float64Type,
     FloatAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
     MemRefType,
+    Signedness,
     UnitAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -168,9 +176,31 @@ class IRBuilder(Builder):
     # ---- buffers ---------------------------------------------------------------------
     def load(self, buffer: SSAValue, indices: Sequence[Index], guard: Sequence[int] = (),
              name: str | None = None) -> SSAValue:
-        """``tm.load`` (indices materialized; `guard`: dims checked against the shape)."""
+        """``tm.load`` (indices materialized; `guard`: dims checked against the shape); an
+        ``f16`` element is widened to ``f32``."""
         op = tm.LoadOp(buffer, [self.value(i) for i in indices], guard)
+        if isinstance(op.result.type, Float16Type):  # the name goes to the widened value
+            return self.widen(self.insert(op).results[0], name)
         return self.insert(op, name).results[0]
+
+    def widen(self, value: SSAValue, name: str | None = None) -> SSAValue:
+        """An ``f16`` `value` as ``f32`` (``arith.extf``); any other value itself."""
+        if not isinstance(value.type, Float16Type):
+            return value
+        return self.insert(arith.ExtFOp(value, Float32Type()), name).results[0]
+
+    @staticmethod
+    def computed_type(element: Attribute) -> Attribute:
+        """The type a template computes an element of type `element` in: ``f32`` for
+        ``f16`` (what `load` returns), else `element` itself."""
+        return Float32Type() if isinstance(element, Float16Type) else element
+
+    def narrow(self, value: SSAValue, element: Attribute) -> SSAValue:
+        """An ``f32`` `value` rounded to nearest even as an ``f16`` `element`
+        (``arith.truncf``); any other value itself."""
+        if isinstance(element, Float16Type) and isinstance(value.type, Float32Type):
+            return self.insert(arith.TruncFOp(value, element)).results[0]
+        return value
 
     def load_if(self, condition: SSAValue | None, buffer: SSAValue, indices: Sequence[Index],
                 name: str | None = None) -> SSAValue:
@@ -181,8 +211,10 @@ class IRBuilder(Builder):
         if condition is None:
             return self.load(buffer, indices, name=name)
         assert isinstance(buffer.type, MemRefType)
-        return self.value_if(condition, lambda: self.load(buffer, indices), 0,
-                             buffer.type.element_type, name)
+        stored = self.value_if(  # the element as stored (f16 too), widened after the scf.if
+            condition, lambda: self.insert(tm.LoadOp(buffer, [self.value(i) for i in indices])).results[0],
+            0, buffer.type.element_type, name)
+        return self.widen(stored)
 
     def value_if(self, condition: SSAValue | None, value: Callable[[], SSAValue],
                  fill: float | bool, type: Attribute, name: str | None = None) -> SSAValue:
@@ -200,7 +232,10 @@ class IRBuilder(Builder):
 
     def store(self, value: SSAValue, buffer: SSAValue, indices: Sequence[Index],
               guard: Sequence[int] = ()) -> None:
-        """``tm.store`` (indices materialized; `guard`: dims checked against the shape)."""
+        """``tm.store`` (indices materialized; `guard`: dims checked against the shape); an
+        ``f32`` value stored to an ``f16`` buffer is rounded to it first."""
+        assert isinstance(buffer.type, MemRefType)
+        value = self.narrow(value, buffer.type.element_type)
         self.insert(tm.StoreOp(value, buffer, [self.value(i) for i in indices], guard))
 
     # ---- element values ---------------------------------------------------------------
@@ -208,11 +243,24 @@ class IRBuilder(Builder):
         return self.insert(arith.ConstantOp(FloatAttr(x, Float32Type()))).results[0]
 
     def constant(self, x: float | bool, type: Attribute) -> SSAValue:
-        """A constant element of `type`: ``f32`` or an integer type (``i1`` for bools)."""
-        if isinstance(type, Float32Type):
-            return self.f32(float(x))
+        """A constant element of `type`: a float or an integer type (``i1`` for bools).
+
+        arith.constant takes signless integers only: a constant of an unsigned type is an
+        ``index`` constant converted by ``arith.index_cast`` (which wraps, so -1 is the
+        largest value)."""
+        if isinstance(type, Float16Type | Float32Type | Float64Type):
+            return self.insert(arith.ConstantOp(FloatAttr(float(x), type))).results[0]
         assert isinstance(type, IntegerType), type
-        return self.insert(arith.ConstantOp(IntegerAttr(int(x), type))).results[0]
+        if type.signedness.data == Signedness.UNSIGNED:
+            value = int(x)
+            if value >= 2**63:
+                value -= 2**64
+            index = self.insert(arith.ConstantOp(IntegerAttr(value, IndexType()))).results[0]
+            return self.insert(arith.IndexCastOp(index, type)).results[0]
+        value = int(x)
+        if type.width.data > 1 and value >= 2 ** (type.width.data - 1):
+            value -= 2 ** type.width.data
+        return self.insert(arith.ConstantOp(IntegerAttr(value, type))).results[0]
 
     def fop(self, op_type, *operands: SSAValue, name: str | None = None) -> SSAValue:
         return self.insert(op_type(*operands), name).results[0]

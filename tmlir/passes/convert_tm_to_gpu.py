@@ -25,10 +25,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import (
-    FloatAttr,
     IndexType,
-    IntegerAttr,
-    IntegerType,
     MemRefType,
     ModuleOp,
 )
@@ -113,9 +110,9 @@ class ConvertLoad(RewritePattern):
                 b.insert(scf.YieldOp(v))
             with b.at(other):
                 elem = op.result.type
-                zero = IntegerAttr(0, elem) if isinstance(elem, IndexType | IntegerType) \
-                    else FloatAttr(0.0, elem)
-                b.insert(scf.YieldOp(b.insert(arith.ConstantOp(zero)).results[0]))
+                # IRBuilder.constant: an unsigned zero cannot be an arith.constant
+                zero = b.value(0) if isinstance(elem, IndexType) else b.constant(0, elem)
+                b.insert(scf.YieldOp(zero))
             loaded = b.insert(scf.IfOp(condition, [op.result.type], [then], [other])).results[0]
         rewriter.replace(op, [], [loaded])  # `loaded` takes the load's name
 

@@ -251,12 +251,16 @@ def records_digest(tuning_records: str | os.PathLike | None) -> str:
 
 def compile_key(model_digest: str, input_shapes: Mapping[str, Sequence[int]] | None,
                 fusion: bool, target_device: str, target_arch: str,
-                tuning_records: str | os.PathLike | None) -> str:
+                tuning_records: str | os.PathLike | None,
+                input_values: Mapping[str, np.ndarray] | None = None) -> str:
     """The key of a compile; TypeError or ValueError if `input_shapes` are not integers."""
     shapes = sorted((str(name), [int(d) for d in shape])
                     for name, shape in (input_shapes or {}).items())
+    values = sorted((str(name), str(array.dtype), list(array.shape),
+                     hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest())
+                    for name, array in ((n, np.asarray(v)) for n, v in (input_values or {}).items()))
     options = json.dumps({"shapes": shapes, "fusion": bool(fusion), "device": target_device,
-                          "arch": target_arch})
+                          "arch": target_arch, **({"values": values} if values else {})})
     records = records_digest(tuning_records) if target_device else ""
     return cache_key(f"compile-format-{FORMAT}", source_digest(), model_digest, options, records)
 
@@ -405,7 +409,8 @@ def read_entry(path: Path, key: str, model: ModelBytes) -> Compiled:
 def compile_cached(model: Any, build: Callable[[], Compiled], *,
                    input_shapes: Mapping[str, Sequence[int]] | None, fusion: bool,
                    target_device: str, target_arch: str,
-                   tuning_records: str | os.PathLike | None) -> Compiled:
+                   tuning_records: str | os.PathLike | None,
+                   input_values: Mapping[str, np.ndarray] | None = None) -> Compiled:
     """`build()`'s program and weights for `model` and these options, from the cache when
     an entry is there, else built and stored. A model that cannot be read or options that
     cannot be keyed are built uncached (the compile reports what is wrong)."""
@@ -414,7 +419,7 @@ def compile_cached(model: Any, build: Callable[[], Compiled], *,
     try:
         data = ModelBytes.read(model)
         key = compile_key(data.digest(), input_shapes, fusion, target_device, target_arch,
-                          tuning_records)
+                          tuning_records, input_values)
         path = cache_dir() / f"{key}{SUFFIX}"
     except Exception:  # an unreadable model or a bad option: the compile says what is wrong
         return build()

@@ -76,7 +76,8 @@ _DLPACK_CODES: dict[np.dtype, tuple[int, int]] = {
     np.dtype(name): code for name, code in (
         ("float16", (2, 16)), ("float32", (2, 32)), ("float64", (2, 64)),
         ("int8", (0, 8)), ("int16", (0, 16)), ("int32", (0, 32)), ("int64", (0, 64)),
-        ("uint8", (1, 8)), ("bool", (6, 8)))
+        ("uint8", (1, 8)), ("uint16", (1, 16)), ("uint32", (1, 32)), ("uint64", (1, 64)),
+        ("bool", (6, 8)))
 }
 _DTYPE_OF_CODE = {code: dtype for dtype, code in _DLPACK_CODES.items()}
 _DTYPE_NAMES = ", ".join(d.name for d in _DLPACK_CODES)

@@ -27,6 +27,9 @@ from tmlir.runtime.memory_plan import MemoryPlan, plan_memory
 from tmlir.runtime.runners import CudaRunner, EmuRunner, Runner, WeightCache
 
 DEVICES = ("emu", "cuda")
+MAX_VALUE_ELEMENTS = 1024
+"""The most elements a model input read when the model is compiled (a shape, axes) may
+have: the session compiles the model for each value of such an input."""
 
 
 class SessionError(ValueError):
@@ -48,7 +51,8 @@ class IOInfo:
 
 def compile_model(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = None,
                   fusion: bool = True, target_device: str = "", target_arch: str = "sm_90",
-                  tuning_records: str | os.PathLike | None = None
+                  tuning_records: str | os.PathLike | None = None,
+                  input_values: Mapping[str, np.ndarray] | None = None,
                   ) -> tuple[CudaProgram, dict[str, np.ndarray]]:
     """ONNX model (path, bytes or ModelProto) → CUDA program and its weights.
 
@@ -58,6 +62,8 @@ def compile_model(model: Any, input_shapes: Mapping[str, Sequence[int]] | None =
     it) and `target_arch`, tunable kernels take the parameters ``tm-tune`` recorded for
     that device in `tuning_records` (default: the standard records file; see
     docs/tuning.md); without one, every template uses its default parameters.
+    `input_values` fixes the values of inputs by name (see ``import_onnx``): the program
+    has them as constants, not as inputs.
 
     A compile is cached whole (`tmlir.runtime.compile_cache`): compiling the same model
     with the same options again reads the program back instead of importing the model and
@@ -71,7 +77,8 @@ def compile_model(model: Any, input_shapes: Mapping[str, Sequence[int]] | None =
         from tmlir.registry import make_context
 
         source = str(model) if isinstance(model, str | os.PathLike) else None
-        imported = import_onnx(model, source=source, input_shapes=input_shapes)
+        imported = import_onnx(model, source=source, input_shapes=input_shapes,
+                               input_values=input_values)
         # The context carries the weight table: graph-fold-batchnorm adds folded weights to it.
         lower = LowerToCuda(fusion=fusion, target_device=target_device, target_arch=target_arch,
                             tuning_records=str(tuning_records or ""))
@@ -80,7 +87,7 @@ def compile_model(model: Any, input_shapes: Mapping[str, Sequence[int]] | None =
 
     return compile_cached(model, build, input_shapes=input_shapes, fusion=fusion,
                           target_device=target_device, target_arch=target_arch,
-                          tuning_records=tuning_records)
+                          tuning_records=tuning_records, input_values=input_values)
 
 
 @dataclass
@@ -167,11 +174,23 @@ class InferenceSession:
             for d in o.type.tensor_type.shape.dim)) for o in proto.graph.output]
         self._types = {v.name: _declared_type(v) for v in (*proto.graph.input, *proto.graph.output)}
         self._dynamic = [name for name, dims in self._declared if not _is_static(dims)]
+        self._by_value: dict[str, str] = {}
+        """Inputs compiled per value -> the node that reads them (``node 'r' (Reshape)``)."""
         self._variants: dict[tuple, _Compiled] = {}
         self._current: _Compiled | None = None
         self._cuda: tuple[Any, Any] | None = None  # (WeightCache, Stream) once on cuda
         if not self._dynamic:
-            self._current = self._variant({})
+            from tmlir.frontends.onnx_common import RunTimeValueError
+
+            try:
+                self._current = self._variant({}, None)
+            except RunTimeValueError as exc:  # compiled by run, per value of these inputs
+                self._by_value.update((name, exc.where) for name in exc.inputs)
+
+    @property
+    def _deferred(self) -> bool:
+        """Whether ``run`` compiles: the model has dynamic inputs or inputs read per value."""
+        return bool(self._dynamic or self._by_value)
 
     @property
     def program(self) -> CudaProgram | None:
@@ -184,17 +203,18 @@ class InferenceSession:
         each), ``live_peak_bytes`` (the most live at one launch), input, output and weight
         bytes (see `MemoryPlan.report`)."""
         if self._current is None:
-            raise SessionError("the model has dynamic inputs and has not run yet: no plan")
+            raise SessionError("the model is compiled by its first run (dynamic inputs or inputs "
+                               "read when it is compiled) and has not run yet: no plan")
         return {"device": self.device, **self._current.plan.report()}
 
     def get_inputs(self) -> list[IOInfo]:
-        if not self._dynamic:
+        if not self._deferred:
             return [IOInfo(b.source, b.shape, _onnx_type(b.dtype)) for b in self._current.inputs]
         return [IOInfo(name, tuple(dims or ()), self._types.get(name, "tensor(float)"))
                 for name, dims in self._declared]
 
     def get_outputs(self) -> list[IOInfo]:
-        if not self._dynamic:
+        if not self._deferred:
             return [IOInfo(b.source, b.shape, _onnx_type(b.dtype)) for b in self._current.outputs]
         return [IOInfo(name, dims, self._types.get(name, "tensor(float)"))
                 for name, dims in self._declared_outputs]
@@ -213,9 +233,9 @@ class InferenceSession:
             if name not in names:
                 raise SessionError(f"unknown output '{name}'; the model has {names}")
         refs = {name: self._feed_value(name, value) for name, value in input_feed.items()}
-        compiled = self._variant(self._dynamic_shapes(refs))
+        compiled = self._variant(self._dynamic_shapes(refs), refs)
         self._current = compiled
-        inputs = self._check_inputs(compiled, refs)
+        inputs = self._check_inputs(compiled, {n: v for n, v in refs.items() if n not in self._by_value})
         outputs = compiled.runner.run(inputs, device_outputs)
         by_name = {b.source: outputs[i] for i, b in enumerate(compiled.program.buffers)
                    if b.kind == "output"}
@@ -257,12 +277,51 @@ class InferenceSession:
             shapes[name] = shape
         return shapes
 
-    def _variant(self, shapes: dict[str, tuple[int, ...]]) -> _Compiled:
-        """The model compiled for these dynamic input shapes (compiled on first use)."""
-        key = tuple(sorted(shapes.items()))
-        if key not in self._variants:
-            program, weights = compile_model(self._model, shapes or None, self.fusion,
-                                             *self.target, self.tuning_records)
+    def _fed_values(self, feed: Mapping[str, np.ndarray | ArrayRef]) -> dict[str, np.ndarray]:
+        """The fed values of the inputs read when the model is compiled, checked: present,
+        on the host, of the declared dtype, and small."""
+        values = {}
+        for name, where in self._by_value.items():
+            if name not in feed:
+                raise SessionError(f"missing input '{name}'")
+            value = feed[name]
+            if not isinstance(value, np.ndarray):
+                raise SessionError(f"input '{name}': its value is read when the model is compiled "
+                                   f"({where} needs it): pass a host array")
+            if _onnx_type(value.dtype.name) != self._types.get(name):
+                raise SessionError(f"input '{name}': expected {self._types.get(name)}, got "
+                                   f"{_onnx_type(value.dtype.name)}")
+            if value.size > MAX_VALUE_ELEMENTS:
+                raise SessionError(
+                    f"input '{name}': {where} needs its value when the model is compiled, and "
+                    f"the session compiles per value fed, but it has {value.size} elements "
+                    f"(at most {MAX_VALUE_ELEMENTS}); make it a constant of the model instead")
+            values[name] = np.array(value, order="C")  # (ascontiguousarray makes () (1,))
+        return values
+
+    def _variant(self, shapes: dict[str, tuple[int, ...]],
+                 feed: Mapping[str, np.ndarray | ArrayRef] | None) -> _Compiled:
+        """The model compiled for these dynamic input shapes and the fed values of the
+        inputs read per value (compiled on first use). A compile that finds more inputs
+        read per value (they can depend on each other's values) learns them and retries."""
+        from tmlir.frontends.onnx_common import RunTimeValueError
+
+        while True:
+            values = self._fed_values(feed) if feed is not None else {}
+            key = (tuple(sorted(shapes.items())), tuple(sorted(
+                (name, v.dtype.str, v.shape, v.tobytes()) for name, v in values.items())))
+            if key in self._variants:
+                return self._variants[key]
+            try:
+                program, weights = compile_model(self._model, shapes or None, self.fusion,
+                                                 *self.target, self.tuning_records,
+                                                 input_values=values or None)
+            except RunTimeValueError as exc:
+                new = [name for name in exc.inputs if name not in self._by_value]
+                if feed is None or not new:
+                    raise
+                self._by_value.update((name, exc.where) for name in new)
+                continue
             plan = plan_memory(program, reuse=self.memory_plan)
             signatures = [k.signature for k in program.kernels]
             runner: Runner
@@ -278,7 +337,7 @@ class InferenceSession:
                 runner = CudaRunner(program, weights, module, plan, *self._cuda_state(),
                                     cuda_graphs=self.cuda_graphs)
             self._variants[key] = _Compiled(program, plan, runner)
-        return self._variants[key]
+            return self._variants[key]
 
     def _cuda_state(self) -> tuple[WeightCache, Any]:
         """The session's weights on the GPU and its stream (made on first use)."""

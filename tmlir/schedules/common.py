@@ -1,4 +1,5 @@
-"""Pieces shared by schedule templates: buffer types, index helpers, kernel attributes."""
+"""Pieces shared by schedule templates: buffer types, index helpers, kernel attributes, and
+`half_arguments`, which makes a template that computes in f32 serve float16 tensors."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
     DictionaryAttr,
+    Float16Type,
     Float32Type,
     IntegerAttr,
     MemRefType,
@@ -13,8 +15,10 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute
+from xdsl.rewriter import Rewriter
 
-from tmlir.ir.builder import Index
+from tmlir.dialects import tm
+from tmlir.ir.builder import Index, IRBuilder
 
 
 def f32_memref(shape: Sequence[int]) -> MemRefType:
@@ -52,3 +56,37 @@ def name_args(kernel, names: Sequence[str]) -> None:
     """Give the kernel's arguments readable names (they become CUDA parameter names)."""
     for arg, name in zip(kernel.body.block.args, names, strict=True):
         arg.name_hint = name
+
+
+def half_arguments(kernel: tm.KernelOp, elements: Sequence[Attribute]) -> tm.KernelOp:
+    """Retype each ``f32`` argument of `kernel` whose tensor is ``f16`` (`elements`: the
+    tensor element type of each argument, in order) to an ``f16`` buffer: its ``tm.load``s
+    widen what they read (``arith.extf``) and its ``tm.store``s round what they write to
+    nearest even (``arith.truncf``), so a template that computes in f32 serves float16
+    tensors with one rounding per stored element. Uses the interface every template
+    shares (an argument is read only by ``tm.load`` and written only by ``tm.store``).
+    Returns `kernel`, changed in place."""
+    block = kernel.body.block
+    assert len(block.args) == len(elements), "one element type per kernel argument"
+    for index, element in enumerate(elements):
+        old = block.args[index]
+        if not (isinstance(element, Float16Type) and old.type.element_type == Float32Type()):  # type: ignore[attr-defined]
+            continue
+        new = block.insert_arg(MemRefType(element, old.type.get_shape()), index)  # type: ignore[attr-defined]
+        new.name_hint = old.name_hint
+        for use in list(old.uses):
+            access = use.operation
+            assert isinstance(access, tm.LoadOp | tm.StoreOp) and access.memref is old, access
+            b = IRBuilder.before(access)
+            if isinstance(access, tm.LoadOp):
+                load = b.insert(tm.LoadOp(new, list(access.indices), access.guarded_dims))
+                load.attributes.update(access.attributes)
+                access.result.replace_all_uses_with(b.widen(load.results[0], access.result.name_hint))
+                Rewriter.erase_op(access)
+            else:
+                store = tm.StoreOp(b.narrow(access.value, element), new, list(access.indices),
+                                   access.guarded_dims)
+                store.attributes.update(access.attributes)
+                Rewriter.replace_op(access, store)
+        block.erase_arg(old)
+    return kernel

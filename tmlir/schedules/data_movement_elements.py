@@ -157,7 +157,7 @@ def pad_element(in_shape: Sequence[int], pads: Sequence[int], mode: str, value: 
             return load(0, [b.sub(c, begin) if begin >= 0 else b.add(c, -begin)
                             for c, (begin, _) in zip(i, pairs)])
 
-        return b.value_if(inside, source, value, element_type, "v")
+        return b.value_if(inside, source, value, b.computed_type(element_type), "v")
     return element
 
 
@@ -208,7 +208,7 @@ def _either(b: IRBuilder, condition: SSAValue, then: Callable[[], SSAValue],
         b.insert(scf.YieldOp(then()))
     with b.at(other_block):
         b.insert(scf.YieldOp(otherwise()))
-    return b.insert(scf.IfOp(condition, [element_type], [then_block], [other_block]),
+    return b.insert(scf.IfOp(condition, [b.computed_type(element_type)], [then_block], [other_block]),
                     "v").results[0]
 
 
@@ -402,6 +402,23 @@ def _depth_to_space(op: graph.DepthToSpaceOp) -> tuple[Element, dict[str, int | 
 def _space_to_depth(op: graph.SpaceToDepthOp) -> tuple[Element, dict[str, int | str]]:
     element = space_to_depth_element(shape_of(op.input)[1], op.block, op.mode.data)
     return element, {"blocksize": op.block, "mode": op.mode.data}
+
+
+def trilu_element(k: int, upper: bool, element_type: Attribute) -> Element:
+    """``x[i]`` where ``column - row >= k`` (`upper`) or ``<= k`` (lower), else 0; the
+    comparison is of non-negative indices, with ``k`` moved to the side it adds to."""
+    def element(b: IRBuilder, i: list[Index], load: Load) -> SSAValue:
+        row, col = b.add(i[-2], max(k, 0)), b.add(i[-1], max(-k, 0))
+        keep = b.ge(col, row, "keep") if upper else b.ge(row, col, "keep")
+        zero = b.constant(0, b.computed_type(element_type))
+        return b.fop(arith.SelectOp, keep, load(0, i), zero, name="v")
+    return element
+
+
+@element_of_op(graph.TriluOp)
+def _trilu(op: graph.TriluOp) -> tuple[Element, dict[str, int | str]]:
+    element = trilu_element(op.k_value, op.upper_value, _result_element_type(op))
+    return element, {"k": op.k_value, "upper": int(op.upper_value)}
 
 
 def element_op_types() -> tuple[type[Operation], ...]:

@@ -7,8 +7,11 @@ for an op that is not elementwise. Formulas are chosen for float32 accuracy (``e
 for ELU/SELU, ``log1p`` for softplus, tanh-GELU as ``x * sigmoid(2u)`` so that no
 ``1 + tanh`` cancels) and for numpy's NaN semantics: ``max``, ``min``, ``clip`` and
 ``relu`` give NaN for a NaN operand, where CUDA's ``fmaxf`` would give the other one.
-``neg``, ``abs``, ``add``, ``sub``, ``mul``, ``div``, ``max``, ``min`` and ``sum`` also
-take integers (``i64``, ``i32``); comparisons, logic, ``where`` and ``cast`` are in
+``neg``, ``abs``, ``add``, ``sub``, ``mul``, ``div``, ``max``, ``min``, ``sum``, ``sign``,
+``mod`` and ``prelu`` also take integers (``i64``, ``i32``), the bitwise ops and shifts
+only integers (`BITWISE`); ``mod`` is numpy's ``mod`` (or with ``{fmod}`` C's ``fmod``)
+from ``fmodf``, as ``arith.remf`` (`tmlir.ir.arith_ext`: xDSL lacks it), and never traps on
+integers (a divisor of 0 gives 0). Comparisons, logic, ``where`` and ``cast`` are in
 ``elementwise_logic.py``. `elementwise_op_kernel` builds the kernel of every such op on the
 elementwise template; it is the registered builder (``registry.py``) of the elementwise and
 logic op families, so a new elementwise op needs only its entry in these tables.
@@ -23,10 +26,12 @@ from functools import reduce
 import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import Float32Type, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
+from tmlir import dtypes
 from tmlir.dialects import graph, tm
+from tmlir.ir.arith_ext import RemFOp
 from tmlir.ir.builder import IRBuilder
 from tmlir.schedules.elementwise import ElementFunction, elementwise_kernel
 from tmlir.schedules.elementwise_logic import logic_function
@@ -133,6 +138,29 @@ def _clip(b: IRBuilder, x: SSAValue, p: Params) -> SSAValue:
     return x
 
 
+def _sign(b: IRBuilder, x: SSAValue, _: Params) -> SSAValue:
+    """1, -1, +0 for either zero, NaN for NaN (numpy.sign)."""
+    zero_or_nan = _select(b, "oeq", x, 0.0, 0.0, x)
+    return _select(b, "ogt", x, 0.0, 1.0, _select(b, "olt", x, 0.0, -1.0, zero_or_nan))
+
+
+def _mish(b: IRBuilder, x: SSAValue, p: Params) -> SSAValue:
+    """``x * tanh(softplus(x))``, with the softplus that neither overflows nor cancels."""
+    return b.fop(arith.MulfOp, x, b.fop(xmath.TanhOp, _softplus(b, x, p)))
+
+
+def _shrink(b: IRBuilder, x: SSAValue, p: Params) -> SSAValue:
+    bias = b.f32(p["bias"])
+    above = _select(b, "ogt", x, float(p["lambd"]), b.fop(arith.SubfOp, x, bias), 0.0)
+    return _select(b, "olt", x, -float(p["lambd"]), b.fop(arith.AddfOp, x, bias), above)
+
+
+def _celu(b: IRBuilder, x: SSAValue, p: Params) -> SSAValue:
+    """``x > 0 ? x : alpha * expm1(x / alpha)`` (the ONNX max + min form, without its sum)."""
+    scaled = b.fop(arith.DivfOp, x, b.f32(p["alpha"]))
+    return _select(b, "ogt", x, 0.0, x, _mul(b, p["alpha"], b.fop(xmath.ExpM1Op, scaled)))
+
+
 UNARY: dict[type[Operation], UnaryFunction] = {
     graph.ReluOp: lambda b, x, _: _max(b, x, 0.0),
     graph.SigmoidOp: _sigmoid,
@@ -153,12 +181,34 @@ UNARY: dict[type[Operation], UnaryFunction] = {
     graph.SeluOp: lambda b, x, p: _mul(b, p["gamma"], _expm1_below_zero(b, x, p["alpha"], "ole")),
     graph.GeluOp: _gelu,
     graph.ClipOp: _clip,
+    graph.SignOp: _sign,
+    graph.FloorOp: _call(xmath.FloorOp),
+    graph.CeilOp: _call(xmath.CeilOp),
+    graph.RoundOp: _call(xmath.RoundEvenOp),
+    graph.SinOp: _call(xmath.SinOp),
+    graph.CosOp: _call(xmath.CosOp),
+    graph.TanOp: _call(xmath.TanOp),
+    graph.AsinOp: _call(xmath.AsinOp),
+    graph.AcosOp: _call(xmath.AcosOp),
+    graph.AtanOp: _call(xmath.AtanOp),
+    graph.SinhOp: _call(xmath.SinhOp),
+    graph.CoshOp: _call(xmath.CoshOp),
+    graph.AsinhOp: _call(xmath.AsinhOp),
+    graph.AcoshOp: _call(xmath.AcoshOp),
+    graph.AtanhOp: _call(xmath.AtanhOp),
+    graph.MishOp: _mish,
+    graph.ThresholdedReluOp: lambda b, x, p: _select(b, "ogt", x, float(p["alpha"]), x, 0.0),
+    graph.ShrinkOp: _shrink,
+    graph.CeluOp: _celu,
 }
 
 
 def _int_select(b: IRBuilder, predicate: str, lhs: SSAValue, rhs: SSAValue, then: SSAValue,
                 otherwise: SSAValue) -> SSAValue:
-    """``lhs <predicate> rhs ? then : otherwise`` on integers (signed predicates)."""
+    """``lhs <predicate> rhs ? then : otherwise`` on integers (signed predicates, made
+    unsigned for unsigned integers)."""
+    if dtypes.is_unsigned(lhs.type) and predicate[0] == "s":
+        predicate = f"u{predicate[1:]}"
     condition = b.insert(arith.CmpiOp(lhs, rhs, predicate)).results[0]
     return b.fop(arith.SelectOp, condition, then, otherwise)
 
@@ -169,6 +219,10 @@ INTEGER_UNARY: dict[type[Operation], UnaryFunction] = {
     graph.NegOp: lambda b, x, _: b.fop(arith.SubiOp, b.constant(0, x.type), x),
     graph.AbsOp: lambda b, x, _: _int_select(
         b, "slt", x, b.constant(0, x.type), b.fop(arith.SubiOp, b.constant(0, x.type), x), x),
+    graph.SignOp: lambda b, x, _: _int_select(
+        b, "sgt", x, b.constant(0, x.type), b.constant(1, x.type), _int_select(
+            b, "slt", x, b.constant(0, x.type), b.constant(-1, x.type), b.constant(0, x.type))),
+    graph.BitwiseNotOp: lambda b, x, _: b.fop(arith.XOrIOp, x, b.constant(-1, x.type)),
 }
 
 
@@ -178,9 +232,86 @@ def _int_div(b: IRBuilder, x: SSAValue, y: SSAValue) -> SSAValue:
     quotient is undefined in ONNX; the emu must not crash the process)."""
     zero, one, minus_one = (b.constant(v, x.type) for v in (0, 1, -1))
     safe = _int_select(b, "eq", y, zero, one, y)
+    if dtypes.is_unsigned(x.type):
+        return _int_select(b, "eq", y, zero, zero, b.fop(arith.DivUIOp, x, safe))
     quotient = _int_select(b, "eq", y, minus_one, b.fop(arith.SubiOp, zero, x),
                            b.fop(arith.DivSIOp, x, safe))
     return _int_select(b, "eq", y, zero, zero, quotient)
+
+
+def _float_mod(b: IRBuilder, x: SSAValue, y: SSAValue) -> SSAValue:
+    """numpy.mod: ``fmod(x, y)``, plus ``y`` where that is nonzero and its sign is not
+    ``y``'s; a zero takes the sign of ``y``. NaN for an infinite ``x`` or a zero ``y``."""
+    r = b.fop(RemFOp, x, y, name="r")
+    zero = b.constant(0.0, y.type)
+    nonzero = b.insert(arith.CmpfOp(r, zero, "one")).results[0]
+    signs_differ = b.fop(arith.XOrIOp, b.insert(arith.CmpfOp(r, zero, "olt")).results[0],
+                         b.insert(arith.CmpfOp(y, zero, "olt")).results[0])
+    r = b.fop(arith.SelectOp, b.fop(arith.AndIOp, nonzero, signs_differ),
+              b.fop(arith.AddfOp, r, y), r)
+    is_zero = b.insert(arith.CmpfOp(r, zero, "oeq")).results[0]
+    return b.fop(arith.SelectOp, is_zero, b.fop(xmath.CopySignOp, zero, y), r)
+
+
+def _int_mod(b: IRBuilder, x: SSAValue, y: SSAValue, fmod: bool) -> SSAValue:
+    """C's ``x % y`` (``fmod``) or Python's (the sign of ``y``); 0 for ``y`` of 0 or (signed)
+    -1, the remainders that trap on the CPU (by 0 it is undefined in ONNX)."""
+    zero, one, minus_one = (b.constant(v, x.type) for v in (0, 1, -1))
+    trapping = b.insert(arith.CmpiOp(y, zero, "eq")).results[0]
+    if dtypes.is_unsigned(x.type):  # both remainders are C's
+        return b.fop(arith.RemUIOp, x, b.fop(arith.SelectOp, trapping, one, y), name="r")
+    trapping = b.fop(arith.OrIOp, trapping, b.insert(arith.CmpiOp(y, minus_one, "eq")).results[0])
+    r = b.fop(arith.RemSIOp, x, b.fop(arith.SelectOp, trapping, one, y), name="r")
+    if fmod:
+        return r
+    signs_differ = b.fop(arith.XOrIOp, b.insert(arith.CmpiOp(r, zero, "slt")).results[0],
+                         b.insert(arith.CmpiOp(y, zero, "slt")).results[0])
+    adjust = b.fop(arith.AndIOp, b.insert(arith.CmpiOp(r, zero, "ne")).results[0], signs_differ)
+    return b.fop(arith.SelectOp, adjust, b.fop(arith.AddiOp, r, y), r)
+
+
+def _mod(fmod: bool) -> ElementFunction:
+    def mod(b: IRBuilder, xs: Sequence[SSAValue]) -> SSAValue:
+        if _is_float(xs[0]):
+            return b.fop(RemFOp, *xs) if fmod else _float_mod(b, *xs)
+        return _int_mod(b, *xs, fmod)
+    return mod
+
+
+def _shift(b: IRBuilder, x: SSAValue, y: SSAValue, left: bool) -> SSAValue:
+    """``x << y`` or ``x >> y`` (arithmetic for signed ``x``) for ``y`` in ``[0, bits)``;
+    otherwise what the shift by ``bits - 1`` fills in: 0, or -1 right of a negative ``x``."""
+    bits = x.type.width.data  # type: ignore[attr-defined]  (an integer type)
+    if dtypes.is_unsigned(x.type):  # logical shifts, no negative amounts
+        in_range = b.insert(arith.CmpiOp(y, b.constant(bits, y.type), "ult")).results[0]
+        zero = b.constant(0, x.type)
+        safe = b.fop(arith.SelectOp, in_range, y, zero)
+        shifted = b.fop(arith.ShLIOp if left else arith.ShRUIOp, x, safe)
+        return b.fop(arith.SelectOp, in_range, shifted, zero)
+    in_range = b.fop(arith.AndIOp, b.insert(arith.CmpiOp(y, b.constant(0, y.type), "sge")).results[0],
+                     b.insert(arith.CmpiOp(y, b.constant(bits, y.type), "slt")).results[0])
+    if left:
+        zero = b.constant(0, x.type)
+        shifted = b.fop(arith.ShLIOp, x, b.fop(arith.SelectOp, in_range, y, zero))
+        return b.fop(arith.SelectOp, in_range, shifted, zero)
+    return b.fop(arith.ShRSIOp, x, b.fop(arith.SelectOp, in_range, y, b.constant(bits - 1, x.type)))
+
+
+def _prelu(b: IRBuilder, xs: Sequence[SSAValue]) -> SSAValue:
+    x, slope = xs
+    if _is_float(x):
+        return _select(b, "olt", x, 0.0, b.fop(arith.MulfOp, slope, x), x)
+    return _int_select(b, "slt", x, b.constant(0, x.type), b.fop(arith.MuliOp, slope, x), x)
+
+
+#: Integer-only binary ops: op -> (C symbol for the header, element function).
+BITWISE: dict[type[Operation], tuple[str, ElementFunction]] = {
+    graph.BitwiseAndOp: ("&", lambda b, xs: b.fop(arith.AndIOp, *xs)),
+    graph.BitwiseOrOp: ("|", lambda b, xs: b.fop(arith.OrIOp, *xs)),
+    graph.BitwiseXorOp: ("^", lambda b, xs: b.fop(arith.XOrIOp, *xs)),
+    graph.ShiftLeftOp: ("<<", lambda b, xs: _shift(b, *xs, left=True)),
+    graph.ShiftRightOp: (">>", lambda b, xs: _shift(b, *xs, left=False)),
+}
 
 
 INFIX: dict[type[Operation], tuple[str, type[Operation], Callable[..., SSAValue]]] = {
@@ -193,7 +324,7 @@ INFIX: dict[type[Operation], tuple[str, type[Operation], Callable[..., SSAValue]
 
 
 def _is_float(x: SSAValue) -> bool:
-    return isinstance(x.type, Float32Type)
+    return dtypes.is_float(x.type)
 
 
 def _fold(b: IRBuilder, xs: Sequence[SSAValue], float_fn: Callable[..., SSAValue],
@@ -213,6 +344,7 @@ NARY: dict[type[Operation], ElementFunction] = {
                                      lambda b, x, y: b.fop(arith.AddiOp, x, y)),
     graph.MeanOp: lambda b, xs: b.fop(
         arith.DivfOp, reduce(lambda x, y: b.fop(arith.AddfOp, x, y), xs), b.f32(float(len(xs)))),
+    graph.PReluOp: _prelu,
 }
 
 
@@ -228,15 +360,21 @@ def element_function(op: Operation) -> tuple[str, ElementFunction] | None:
         symbol, float_op, int_fn = INFIX[type(op)]
         return f" {symbol} ".join(args), lambda b, xs: (
             b.fop(float_op, *xs) if _is_float(xs[0]) else int_fn(b, *xs))
+    if type(op) in BITWISE:
+        symbol, function = BITWISE[type(op)]
+        return f" {symbol} ".join(args), function
+    if isinstance(op, graph.ModOp):
+        fmod = op.fmod is not None
+        return f"{'fmod' if fmod else 'mod'}({', '.join(args)})", _mod(fmod)
     if type(op) in NARY:
         return f"{kind}({', '.join(args)})", NARY[type(op)]
-    if type(op) in UNARY:
+    if type(op) in UNARY or type(op) in INTEGER_UNARY:
         assert isinstance(op, graph.UnaryElementwiseOp)
         params = op.parameters()
         shown = [*args, *(f"{k}={_f32_text(v)}" for k, v in params.items())]
-        fn, int_fn = UNARY[type(op)], INTEGER_UNARY.get(type(op))
+        fn, int_fn = UNARY.get(type(op)), INTEGER_UNARY.get(type(op))
         return f"{kind}({', '.join(shown)})", lambda b, xs: (
-            fn if _is_float(xs[0]) or int_fn is None else int_fn)(b, xs[0], params)
+            int_fn if int_fn is not None and not _is_float(xs[0]) else fn)(b, xs[0], params)
     return logic_function(op)
 
 
@@ -247,8 +385,8 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
 
 
 @schedules(graph.UnaryElementwiseOp, graph.BinaryElementwiseOp, graph.VariadicElementwiseOp,
-           graph.CompareOp, graph.LogicalOp, graph.NotOp, graph.IsNanOp, graph.WhereOp,
-           graph.CastOp)
+           graph.CompareOp, graph.LogicalOp, graph.NotOp, graph.IsNanOp, graph.IsInfOp,
+           graph.WhereOp, graph.CastOp)
 def elementwise_op_kernel(name: str, op: Operation) -> tm.KernelOp:
     """The kernel of an elementwise op (arguments: its operands, then its result) on the
     elementwise template, computing `element_function`; NoTemplate for an op without one."""

@@ -1,19 +1,23 @@
 """Per-element functions of the graph ops whose result type differs from their operands'
-(``dialects/graph/logic.py``): comparisons, boolean logic, ``is_nan``, ``where`` and ``cast``.
+(``dialects/graph/logic.py``): comparisons, boolean logic, ``is_nan``, ``is_inf``, ``where``
+and ``cast``.
 
 ``logic_function(op)`` gives, like ``element_function``, the header expression and the
 IR builder of one output element. Float comparisons use ordered predicates (false when
 either side is NaN, as numpy's ``<`` and ``==``); ``is_nan`` is ``x != x``. ``cast``
 follows ONNX ``Cast``: float to integer truncates toward zero (C's conversion), anything
-to bool is ``x != 0`` (so NaN is true), a bool becomes 0 or 1, int64 to int32 wraps.
+to bool is ``x != 0`` (so NaN is true), a bool becomes 0 or 1, integers wrap when
+narrowed (int8 to uint8 too: a ``builtin.unrealized_conversion_cast``, C's conversion),
+float16 is converted as float32 and rounded when stored.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import Float32Type, IntegerType, TensorType
+from xdsl.dialects.builtin import IntegerType, TensorType, UnrealizedConversionCastOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tmlir import dtypes
@@ -37,13 +41,17 @@ _LOGICAL: dict[type[Operation], tuple[str, type[Operation]]] = {
 
 def _compare(b: IRBuilder, xs: Sequence[SSAValue], float_predicate: str,
              int_predicate: str) -> SSAValue:
-    if isinstance(xs[0].type, Float32Type):
+    if dtypes.is_float(xs[0].type):
         return b.insert(arith.CmpfOp(xs[0], xs[1], float_predicate)).results[0]
+    if dtypes.is_unsigned(xs[0].type) and int_predicate[0] == "s":
+        int_predicate = f"u{int_predicate[1:]}"
     return b.insert(arith.CmpiOp(xs[0], xs[1], int_predicate)).results[0]
 
 
 def convert(b: IRBuilder, x: SSAValue, to: Attribute) -> SSAValue:
-    """`x` converted to the element type `to` with ONNX ``Cast``'s semantics."""
+    """`x` converted to the element type `to` with ONNX ``Cast``'s semantics, computed in
+    `to`'s computed type (``f32`` for ``f16``: the store rounds it, see `IRBuilder.store`)."""
+    to = b.computed_type(to)
     source, target = dtypes.of_ir(x.type), dtypes.of_ir(to)
     if source == target:
         return x
@@ -54,13 +62,21 @@ def convert(b: IRBuilder, x: SSAValue, to: Attribute) -> SSAValue:
         return b.insert(arith.CmpiOp(x, zero, "ne")).results[0]
     if source.is_bool:
         op = arith.UIToFPOp(x, to) if target.is_float else arith.ExtUIOp(x, to)
-    elif source.is_float:
-        op = arith.FPToSIOp(x, to)
+    elif source.is_float and target.is_float:
+        wider = target.numpy.itemsize > source.numpy.itemsize
+        op = arith.ExtFOp(x, to) if wider else arith.TruncFOp(x, to)
+    elif source.is_float:  # truncation toward zero (out of range: undefined in ONNX)
+        op = arith.FPToUIOp(x, to) if target.is_unsigned else arith.FPToSIOp(x, to)
     elif target.is_float:
-        op = arith.SIToFPOp(x, to)
+        op = arith.UIToFPOp(x, to) if source.is_unsigned else arith.SIToFPOp(x, to)
     else:
         assert isinstance(x.type, IntegerType) and isinstance(to, IntegerType)
-        op = arith.ExtSIOp(x, to) if to.width.data > x.type.width.data else arith.TruncIOp(x, to)
+        if to.width.data > x.type.width.data:  # the source's sign decides how it widens
+            op = arith.ExtUIOp(x, to) if source.is_unsigned else arith.ExtSIOp(x, to)
+        elif to.width.data < x.type.width.data:
+            op = arith.TruncIOp(x, to)
+        else:  # the same bits read with the other sign (arith has no op for it)
+            op = UnrealizedConversionCastOp.get([x], [to])
     return b.insert(op).results[0]
 
 
@@ -68,6 +84,21 @@ def _result_element(op: Operation) -> Attribute:
     result = op.results[0].type
     assert isinstance(result, TensorType)
     return result.get_element_type()
+
+
+def _is_inf(op: graph.IsInfOp) -> tuple[str, ElementFunction]:
+    """``x == inf``, ``x == -inf``, either, or false, by which ones `op` detects."""
+    negative, positive = op.detects()
+    infinities = [v for v, detect in ((-math.inf, negative), (math.inf, positive)) if detect]
+
+    def is_inf(b: IRBuilder, xs: Sequence[SSAValue]) -> SSAValue:
+        if not infinities:
+            return b.constant(False, graph.I1)
+        tests = [b.insert(arith.CmpfOp(xs[0], b.constant(v, xs[0].type), "oeq")).results[0] for v in infinities]
+        return tests[0] if len(tests) == 1 else b.fop(arith.OrIOp, *tests)
+
+    shown = "" if negative and positive else f", detect_{'negative' if negative else 'positive'}_only"
+    return f"is_inf(x0{shown if infinities else ', none'})", is_inf
 
 
 def logic_function(op: Operation) -> tuple[str, ElementFunction] | None:
@@ -86,6 +117,8 @@ def logic_function(op: Operation) -> tuple[str, ElementFunction] | None:
         case graph.IsNanOp():
             return "is_nan(x0)", lambda b, xs: b.insert(
                 arith.CmpfOp(xs[0], xs[0], "une")).results[0]
+        case graph.IsInfOp():
+            return _is_inf(op)
         case graph.WhereOp():
             return "x0 ? x1 : x2", lambda b, xs: b.fop(arith.SelectOp, *xs)
         case graph.CastOp():

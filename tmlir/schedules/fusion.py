@@ -326,7 +326,7 @@ class _Rewrite:
             def compute(load: tm.LoadOp = load, evaluator: _Evaluator = evaluator,
                         b: IRBuilder = b, shape: Sequence[int] = shape) -> SSAValue:
                 coords = reshape_index(b, list(load.indices), shape, shape_of(value))
-                return evaluator.value(value, coords)
+                return b.narrow(evaluator.value(value, coords), load.result.type)  # f16: rounded
 
             result = b.value_if(condition, compute, 0, load.result.type)
             if load.result.name_hint and result.name_hint is None:
@@ -345,7 +345,7 @@ class _Rewrite:
             condition = _in_bounds(b, store, buffer_shape)
             with b.if_(condition) if condition is not None else nullcontext():
                 coords = reshape_index(b, list(store.indices), buffer_shape, shape_of(result))
-                evaluator = _Evaluator(self, b, {result: store.value})
+                evaluator = _Evaluator(self, b, {result: b.widen(store.value)})
                 for sink in sinks:
                     at = coords
                     for op, operand in paths[sink]:

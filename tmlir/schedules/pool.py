@@ -1,4 +1,4 @@
-"""Pooling (max, average) over the spatial dims of an ``(N, C, D1, ..., Dk)`` tensor.
+"""Pooling (max, average, Lp) over the spatial dims of an ``(N, C, D1, ..., Dk)`` tensor.
 
 One thread per output element, the window as a ``repeat`` over its taps::
 
@@ -10,7 +10,9 @@ Tap ``t`` of output ``o`` reads ``x[n, c, o * stride - pad_begin + t * dilation]
 spatial dim) when that is inside the input. Padding takes no part in a max; in an average
 it counts as 0, and the divisor is the number of taps inside the input, or with
 ``count_include_pad`` inside the padded input (a ``ceil_mode`` window hanging past the end
-padding counts only its part inside it, as onnxruntime and PyTorch do). The coordinate is
+padding counts only its part inside it, as onnxruntime and PyTorch do). An Lp pool sums
+``|v|^p`` (``|v|`` for p = 1, ``v * v`` for p = 2, else ``powf``) and takes the p-th root
+of the sum (none, ``sqrtf``, ``powf``); padding adds 0, so it takes no part either. The coordinate is
 computed in the padded input (non-negative), and only the bounds checks that can fail are
 emitted: none without padding or ``ceil_mode``, where the divisor is the window size.
 Consecutive threads take consecutive outputs along the last dim, so their loads are
@@ -25,6 +27,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
+from xdsl.dialects import math as xmath
 from xdsl.ir import SSAValue
 
 from tmlir.dialects import tm
@@ -34,7 +37,7 @@ from tmlir.ir.builder import Index, IRBuilder
 from tmlir.mapping import repeat, spatial
 from tmlir.schedules.common import f32_memref, kernel_attributes, name_args
 
-POOL_KINDS = ("max", "average")
+POOL_KINDS = ("max", "average", "lp")
 
 
 def _dims(values: Sequence[int], k: int, default: int, what: str) -> tuple[int, ...]:
@@ -46,10 +49,11 @@ def _dims(values: Sequence[int], k: int, default: int, what: str) -> tuple[int, 
 
 @dataclass(frozen=True)
 class PoolProblem:
-    """One pooling: `kind` (max or average) of `input_shape` ``(N, C, D1, ..., Dk)``.
+    """One pooling: `kind` (max, average or lp) of `input_shape` ``(N, C, D1, ..., Dk)``.
 
     `pads` are the k begins then the k ends (ONNX's order); empty strides, pads and
-    dilations mean 1, 0 and 1. Impossible combinations raise a one-line ValueError.
+    dilations mean 1, 0 and 1; `p` (>= 1) is the Lp pool's exponent. Impossible
+    combinations raise a one-line ValueError.
     """
 
     kind: str
@@ -60,10 +64,13 @@ class PoolProblem:
     dilations: tuple[int, ...] = ()
     ceil_mode: bool = False
     count_include_pad: bool = False
+    p: int = 2
 
     def __post_init__(self) -> None:
         if self.kind not in POOL_KINDS:
-            raise ValueError(f"pool: unknown kind '{self.kind}', expected max or average")
+            raise ValueError(f"pool: unknown kind '{self.kind}', expected max, average or lp")
+        if self.kind == "lp" and self.p < 1:
+            raise ValueError(f"pool: the Lp pool's p must be >= 1, got {self.p}")
         shape = tuple(int(d) for d in self.input_shape)
         if len(shape) < 3 or min(shape) < 1:
             raise ValueError(f"pool: input shape {list(shape)} must be (N, C, D1, ...) with "
@@ -104,8 +111,10 @@ class PoolProblem:
     def describe(self) -> dict[str, int | str]:
         """The attributes, for the kernel header."""
         flags = {name: 1 for name in ("ceil_mode", "count_include_pad") if getattr(self, name)}
-        return {"op": self.kind, "kernel": _x(self.kernel), "stride": _x(self.strides),
-                "dilation": _x(self.dilations), "pads": ",".join(map(str, self.pads)), **flags}
+        exponent = {"p": self.p} if self.kind == "lp" else {}
+        return {"op": self.kind, **exponent, "kernel": _x(self.kernel),
+                "stride": _x(self.strides), "dilation": _x(self.dilations),
+                "pads": ",".join(map(str, self.pads)), **flags}
 
 
 def _x(values: Sequence[int]) -> str:
@@ -131,6 +140,23 @@ def _accumulate(b: IRBuilder, register: SSAValue, op_type: type, value: SSAValue
     b.store(b.fop(op_type, b.load(register, [0]), value), register, [0])
 
 
+def _lp_term(b: IRBuilder, v: SSAValue, p: int) -> SSAValue:
+    """``|v|^p``: one op for p = 1 and 2."""
+    if p == 2:
+        return b.fop(arith.MulfOp, v, v, name="sq")
+    magnitude = b.fop(xmath.AbsFOp, v, name="magnitude")
+    return magnitude if p == 1 else b.fop(xmath.PowFOp, magnitude, b.f32(float(p)), name="term")
+
+
+def _lp_root(b: IRBuilder, total: SSAValue, p: int) -> SSAValue:
+    """``total^(1/p)``."""
+    if p == 1:
+        return total
+    if p == 2:
+        return b.fop(xmath.SqrtOp, total, name="norm")
+    return b.fop(xmath.PowFOp, total, b.f32(1.0 / p), name="norm")
+
+
 def pool_kernel(name: str, problem: PoolProblem, params: PoolParams = PoolParams()) -> tm.KernelOp:
     """A kernel ``(x, y)``: `problem`'s pooling, one thread per output element."""
     p, k = problem, problem.spatial_rank
@@ -151,7 +177,7 @@ def pool_kernel(name: str, problem: PoolProblem, params: PoolParams = PoolParams
     check_end = [reach[d] >= size[d] for d in range(k)]
     check_padded = [p.count_include_pad and reach[d] >= size[d] + p.pads[k + d]
                     for d in range(k)]
-    average = p.kind == "average"
+    average, lp = p.kind == "average", p.kind == "lp"
     counted = average and any(check_padded if p.count_include_pad else check_begin + check_end)
 
     b = IRBuilder.at_end(kernel.body.block)
@@ -167,7 +193,7 @@ def pool_kernel(name: str, problem: PoolProblem, params: PoolParams = PoolParams
             if isinstance(value, SSAValue) and value.name_hint is None:
                 value.name_hint = hint
         n_ok = b.lt(n, p.input_shape[0], "n_ok") if partial else None  # spare threads: n >= N
-        b.store(b.f32(0.0 if average else -math.inf), acc, [0])
+        b.store(b.f32(-math.inf if p.kind == "max" else 0.0), acc, [0])
         if count is not None:
             b.store(b.f32(0.0), count, [0])
         with b.for_task(repeat(*p.kernel), None, _names("k", k)) as taps:
@@ -176,7 +202,8 @@ def pool_kernel(name: str, problem: PoolProblem, params: PoolParams = PoolParams
             coords: list[Index] = []
             for d in range(k):
                 begin = p.pads[d]
-                padded = b.add(b.mul(out[d], p.strides[d]), b.mul(taps[d], p.dilations[d]))
+                padded = b.add(b.mul(out[d], p.strides[d]), b.mul(taps[d], p.dilations[d]),
+                               _names("p", k)[d] if begin > 0 else None)
                 if check_begin[d]:
                     inside.append(b.ge(padded, begin))
                 if check_end[d]:
@@ -191,13 +218,17 @@ def pool_kernel(name: str, problem: PoolProblem, params: PoolParams = PoolParams
                 condition.name_hint = "inside"
             with b.if_(condition) if condition is not None else nullcontext():
                 v = b.load(x, [n, c, *coords], name="v")
-                _accumulate(b, acc, arith.AddfOp if average else arith.MaxnumfOp, v)
+                if lp:
+                    v = _lp_term(b, v, p.p)
+                _accumulate(b, acc, arith.MaxnumfOp if p.kind == "max" else arith.AddfOp, v)
                 if count is not None and not p.count_include_pad:
                     _accumulate(b, count, arith.AddfOp, b.f32(1.0))
             if count is not None and p.count_include_pad:
                 with b.if_(b.all_of(in_padded)):
                     _accumulate(b, count, arith.AddfOp, b.f32(1.0))
-        result = b.load(acc, [0], name="sum" if average else "max")
+        result = b.load(acc, [0], name="max" if p.kind == "max" else "sum")
+        if lp:
+            result = _lp_root(b, result, p.p)
         if average:
             divisor = b.load(count, [0], name="count") if count is not None else b.f32(math.prod(p.kernel))
             result = b.fop(arith.DivfOp, result, divisor, name="mean")

@@ -29,12 +29,15 @@ Every thread of the row ends with the row's value, the same in all of them (bitw
 for the sign of a zero max or min). ``T <= 32`` is a warp (or part of one) per row, for
 short rows; ``T > 32`` a block (or a part of one) per row, for long rows; ``T = 1`` a
 thread per row, the default for many strided rows: consecutive threads take adjacent rows,
-so their loads coalesce where the columns of one row would be far apart. A block is whole warps and every thread executes
-every shuffle and barrier: rows past the tensor and columns past the row are masked only
-around the loads and stores, as CUDA's full-mask shuffles require. Each statistic has its
-own shared ``partial`` buffer, so one barrier per statistic is enough.
+so their loads coalesce where the columns of one row would be far apart. A block is whole
+warps and every thread executes every shuffle and barrier: rows past the tensor and
+columns past the row are masked only around the loads and stores, as CUDA's full-mask
+shuffles require. Each statistic has its own shared ``partial`` buffer, so one barrier per
+statistic is enough.
 
-Kernels: :func:`reduce_kernel` (its max and min propagate NaN, as numpy's),
+Kernels: :func:`reduce_kernel` (sum, mean, max, min, prod, l1, l2, sum_square, log_sum,
+log_sum_exp: a statistic with another combine, element function or finalization; its max
+and min propagate NaN, as numpy's, and take bools too: any, all),
 :func:`softmax_kernel` (and log-softmax), :func:`layernorm_kernel` (optionally with each
 row's mean and inverse standard deviation). One pass over the row per statistic plus one for the output;
 the row is read again from global memory each time (no register caching yet).
@@ -49,7 +52,8 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith
 from xdsl.dialects import math as xmath
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import Float32Type, MemRefType, i1
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from tmlir.dialects import tm
 from tmlir.gpu_limits import MAX_THREADS_PER_BLOCK, WARP_SIZE
@@ -57,7 +61,8 @@ from tmlir.ir.builder import Index, IRBuilder
 from tmlir.mapping import repeat, spatial
 from tmlir.schedules.common import broadcast_index, f32_memref, kernel_attributes, name_args
 
-REDUCE_KINDS = ("sum", "mean", "max", "min")
+REDUCE_KINDS = ("sum", "mean", "max", "min", "prod", "l1", "l2", "sum_square", "log_sum",
+                "log_sum_exp")
 #: The target block size of the default parameters.
 DEFAULT_BLOCK = 256
 #: Above this many columns a row gets more than one warp by default.
@@ -223,10 +228,12 @@ class ReduceParams:
 
 @dataclass(frozen=True)
 class Combine:
-    """How two partial results of a statistic combine, and the identity they start from."""
+    """How two partial results of a statistic combine, the identity they start from, and
+    their type (f32, or an integer type such as the i32 of a column index)."""
 
     identity: float
     apply: Callable[[IRBuilder, SSAValue, SSAValue, str | None], SSAValue]
+    type: Attribute = Float32Type()
 
 
 def _op_combine(op_type: type[Operation], identity: float) -> Combine:
@@ -246,6 +253,7 @@ def _nan_extremum(predicate: str, identity: float) -> Combine:
 
 
 SUM = _op_combine(arith.AddfOp, 0.0)
+PROD = _op_combine(arith.MulfOp, 1.0)
 #: ``fmaxf``: NaN is dropped. Enough for softmax, where a NaN still reaches every output
 #: of its row through ``exp(x - max)`` and the sum.
 MAXNUM = _op_combine(arith.MaxnumfOp, -math.inf)
@@ -260,25 +268,34 @@ class _RowSchedule:
     cross-warp combine)."""
 
     def __init__(self, name: str, op: str, problem: RowProblem, params: ReduceParams,
-                 args: Sequence[tuple[str, Sequence[int]]], statistics: Sequence[str]) -> None:
+                 args: Sequence[tuple[str, Sequence[int]] | tuple[str, Sequence[int], Attribute]],
+                 statistics: Sequence[str | tuple[str, Attribute]]) -> None:
+        """`args`: (name, shape[, element type (default f32)]) of each kernel argument;
+        `statistics`: the name[, and type (default f32)] of each statistic."""
         self.p, self.P = problem, params
         strided = {"axes": ",".join(map(str, problem.reduced))} if problem.strided else {}
+        types = [MemRefType(a[2] if len(a) > 2 else Float32Type(), list(a[1])) for a in args]
         self.kernel = tm.KernelOp(
-            name, [f32_memref(shape) for _, shape in args], params.blocks(problem),
+            name, types, params.blocks(problem),
             params.threads,
             kernel_attributes("reduce", {"op": op, **params.describe(), "rows": problem.rows,
                                          "cols": problem.cols, **strided}),
         )
-        name_args(self.kernel, [n for n, _ in args])
-        self.args = dict(zip((n for n, _ in args), self.kernel.args))
+        name_args(self.kernel, [a[0] for a in args])
+        self.args = dict(zip((a[0] for a in args), self.kernel.args))
         b = self.b = IRBuilder.at_end(self.kernel.body.block)
         self.bid = b.insert(tm.BlockIdOp(), "bid").results[0]
         self.tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
-        self.acc = b.insert(tm.AllocOp("register", f32_memref((1,))), "acc").results[0]
-        shape = (params.rows_per_block, params.warps_per_row)
+        typed = [(s, Float32Type()) if isinstance(s, str) else s for s in statistics]
+        self.accs = {Float32Type(): b.insert(tm.AllocOp("register", f32_memref((1,))), "acc").results[0]}
+        for _, type in typed:
+            if type not in self.accs:
+                register = tm.AllocOp("register", MemRefType(type, [1]))
+                self.accs[type] = b.insert(register, f"acc_{type}").results[0]
+        shape = [params.rows_per_block, params.warps_per_row]
         self.partials = {
-            s: b.insert(tm.AllocOp("shared", f32_memref(shape)), f"{s}_partial").results[0]
-            for s in statistics
+            s: b.insert(tm.AllocOp("shared", MemRefType(type, shape)), f"{s}_partial").results[0]
+            for s, type in typed
         } if params.warps_per_row > 1 else {}
 
     @contextmanager
@@ -323,14 +340,19 @@ class _RowSchedule:
                 yield p.index(self.row_coords, col), col
 
     def statistic(self, name: str, combine: Combine,
-                  element: Callable[[SSAValue], SSAValue] = lambda x: x) -> SSAValue:
-        """``combine`` over the row of ``element(x)``, in every thread of the row."""
+                  element: Callable[[SSAValue], SSAValue] = lambda x: x,
+                  element_at: Callable[[SSAValue, list[Index]], SSAValue] | None = None
+                  ) -> SSAValue:
+        """``combine`` over the row of ``element(x)`` (or ``element_at(x, column
+        coordinates)``), in every thread of the row."""
         b, P = self.b, self.P
-        b.store(b.f32(combine.identity), self.acc, [0])
-        with self.columns() as (index, _):
-            value = element(b.load(self.args["x"], index, name="v"))
-            b.store(combine.apply(b, b.load(self.acc, [0]), value, None), self.acc, [0])
-        value = self._butterfly(b.load(self.acc, [0], name=name), combine, P.lanes_per_row, name)
+        acc = self.accs[combine.type]
+        b.store(b.constant(combine.identity, combine.type), acc, [0])
+        with self.columns() as (index, col):
+            x = b.load(self.args["x"], index, name="v")
+            value = element_at(x, col) if element_at is not None else element(x)
+            b.store(combine.apply(b, b.load(acc, [0]), value, None), acc, [0])
+        value = self._butterfly(b.load(acc, [0], name=name), combine, P.lanes_per_row, name)
         if P.warps_per_row == 1:
             return value
         partial = self.partials[name]
@@ -363,28 +385,63 @@ def _fdiv(b: IRBuilder, x: SSAValue, y: float, name: str) -> SSAValue:
     return b.fop(arith.DivfOp, x, b.f32(y), name=name)
 
 
+def _square(b: IRBuilder, x: SSAValue) -> SSAValue:
+    return b.fop(arith.MulfOp, x, x)
+
+
+#: kind -> (statistic, combine, element function): the row statistic each kind finalizes.
+_KIND_STATISTICS: dict[str, tuple[str, Combine, Callable[[IRBuilder, SSAValue], SSAValue] | None]] = {
+    "sum": ("row_sum", SUM, None), "mean": ("row_sum", SUM, None),
+    "max": ("row_max", MAX, None), "min": ("row_min", MIN, None),
+    "prod": ("row_prod", PROD, None), "log_sum": ("row_sum", SUM, None),
+    "l1": ("row_sum", SUM, lambda b, x: b.fop(xmath.AbsFOp, x)),
+    "l2": ("row_sq", SUM, _square), "sum_square": ("row_sq", SUM, _square),
+    "log_sum_exp": ("row_max", MAX, None),
+}
+
+
 def reduce_kernel(name: str, kind: str, problem: RowProblem,
                   out_shape: Sequence[int] | None = None,
-                  params: ReduceParams | None = None) -> tm.KernelOp:
-    """A kernel ``(x, out)``: `kind` (sum, mean, max, min) of each row of `problem`.
+                  params: ReduceParams | None = None, element: Attribute = Float32Type()
+                  ) -> tm.KernelOp:
+    """A kernel ``(x, out)``: `kind` (one of `REDUCE_KINDS`) of each row of `problem`.
 
     `out_shape` is the output buffer's shape, any shape of ``rows`` elements (default
-    ``problem.keepdims_shape``; a rank-0 output is ``(1,)``).
+    ``problem.keepdims_shape``; a rank-0 output is ``(1,)``). `element` is the tensors'
+    element type: f32, or ``i1`` for max (any) and min (all), computed in f32 as 0 and 1.
+    ``log_sum_exp`` is ``m + log(sum(exp(x - m)))`` with ``m`` the row's max where it is
+    finite, else 0 (an infinite or NaN max makes the sum infinite or NaN as it should).
     """
     if kind not in REDUCE_KINDS:
         raise ValueError(f"unknown reduction '{kind}', expected one of {', '.join(REDUCE_KINDS)}")
+    if element not in (Float32Type(), i1) or (element == i1 and kind not in ("max", "min")):
+        raise ValueError(f"reduction '{kind}' of {element} elements is not supported")
     out_shape = tuple(problem.keepdims_shape if out_shape is None else out_shape) or (1,)
     if math.prod(out_shape) != problem.rows:
         raise ValueError(f"output shape {list(out_shape)} does not hold {problem.rows} rows")
     P = params or ReduceParams.default_for(problem)
-    combine = {"sum": SUM, "mean": SUM, "max": MAX, "min": MIN}[kind]
-    stat = f"row_{'sum' if kind == 'mean' else kind}"
-    s = _RowSchedule(name, kind, problem, P, [("x", problem.shape), ("out", out_shape)], [stat])
+    stat, combine, function = _KIND_STATISTICS[kind]
+    statistics = [stat, "row_sum"] if kind == "log_sum_exp" else [stat]
+    s = _RowSchedule(name, kind, problem, P,
+                     [("x", problem.shape, element), ("out", out_shape, element)], statistics)
     b = s.b
     with s.rows():
-        value = s.statistic(stat, combine)
+        if element == i1:  # a bool as 0 or 1, back to a bool after the f32 max or min
+            value = s.statistic(stat, combine, lambda x: b.fop(arith.UIToFPOp, x, Float32Type()))
+            value = b.insert(arith.CmpfOp(value, b.f32(0.0), "une"), "any" if kind == "max" else "all").results[0]
+        else:
+            value = s.statistic(stat, combine, (lambda x: function(b, x)) if function else lambda x: x)
         if kind == "mean":
             value = _fdiv(b, value, float(problem.cols), "mean")
+        elif kind == "l2":
+            value = b.fop(xmath.SqrtOp, value, name="norm")
+        elif kind == "log_sum":
+            value = b.fop(xmath.LogOp, value, name="log_sum")
+        elif kind == "log_sum_exp":
+            finite = b.insert(arith.CmpfOp(b.fop(xmath.AbsFOp, value), b.f32(math.inf), "olt")).results[0]
+            shift = b.fop(arith.SelectOp, finite, value, b.f32(0.0), name="shift")
+            total = s.statistic("row_sum", SUM, lambda x: b.fop(xmath.ExpOp, b.fop(arith.SubfOp, x, shift)))
+            value = b.fop(arith.AddfOp, b.fop(xmath.LogOp, total), shift, name="log_sum_exp")
         with s.single_thread():
             b.store(value, s.args["out"], b.unravel(s.row, out_shape, in_range=True))
     return s.kernel

@@ -12,7 +12,8 @@ takes a prologue and an epilogue.
 Each family module registers its kernel builder for the op types it schedules
 (``@schedules(...)``, ``registry.py``); importing this module imports them all, and
 `kernel_for` looks the op's type up there. An op's templates take f32 tensors only unless
-the op has the ``AnyElementType`` trait (``dialects/graph/traits.py``).
+the op has the ``AnyElementType`` trait (``dialects/graph/traits.py``); f16 tensors too,
+read widened to f32 and written rounded (``common.half_arguments``).
 
 =====================================  ==================================================
 graph op                               template
@@ -20,9 +21,11 @@ graph op                               template
 ``matmul``                             ``matmul_simt.py`` (double-buffered SIMT GEMM)
 elementwise, logic, ``where``, cast    ``elementwise.py`` (one thread per element)
 reductions, softmax, layer norm, pools ``reduction_ops.py`` → ``reduce.py``, ``pool.py``
+``lp_pool``, ``lrn``                   ``normalization.py`` → ``pool.py``, LRN (per element)
 ``conv``, ``conv_transpose``, BN       ``conv.py`` (implicit GEMM, direct, elementwise)
 data movement                          ``data_movement.py`` (one thread per element)
 ``take``, ``gather_nd``, ...           ``indexing.py`` (run-time indices)
+``recurrence``                         ``recurrent.py`` (time loop in one kernel, state on chip)
 =====================================  ==================================================
 """
 
@@ -30,17 +33,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.dialects.builtin import Float32Type, TensorType
+from xdsl.dialects.builtin import Float16Type, Float32Type, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tmlir.dialects import graph, tm
-from tmlir.schedules import conv, data_movement, elementwise_functions, indexing, reduction_ops
+from tmlir.schedules import conv, data_movement, elementwise_functions, indexing, normalization, reduction_ops
+from tmlir.schedules import recurrent
+from tmlir.schedules.common import half_arguments
 from tmlir.schedules.conv import conv_problem
 from tmlir.schedules.conv2d import Conv2dProblem, conv2d_kernel
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
 from tmlir.schedules.registry import NoTemplate, kernel_builder
 
-FAMILIES = (conv, data_movement, elementwise_functions, indexing, reduction_ops)
+FAMILIES = (conv, data_movement, elementwise_functions, indexing, normalization, recurrent,
+            reduction_ops)
 """The family modules: importing one registers its kernel builders (``registry.py``), which
 `kernel_for` finds by the op's type."""
 
@@ -51,13 +57,14 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
 
 
 def check_element_types(op: Operation) -> None:
-    """NoTemplate if `op` has a non-f32 tensor and its template computes in f32 only."""
+    """NoTemplate if `op` has a tensor neither f32 nor f16 and its template computes in f32
+    only (an f16 tensor is read widened and written rounded: `half_arguments`)."""
     if op.has_trait(graph.AnyElementType):
         return
     for value in (*op.operands, *op.results):
         element = value.type.get_element_type()  # type: ignore[attr-defined]
-        if not isinstance(element, Float32Type):
-            raise NoTemplate(f"'{op.name}' is scheduled for f32 tensors only, got {value.type}")
+        if not isinstance(element, Float32Type | Float16Type):
+            raise NoTemplate(f"'{op.name}' is scheduled for f32 and f16 tensors only, got {value.type}")
 
 
 TunableProblem = MatmulProblem | Conv2dProblem
@@ -102,8 +109,16 @@ def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None
         template, problem = tunable
         params = tuned(template, problem) if tuned is not None else None
         if isinstance(problem, MatmulProblem):
-            return matmul_simt_kernel(name, problem, params or MatmulSimtParams.default_for(problem))
-        return conv2d_kernel(name, problem, params)
-    if (builder := kernel_builder(type(op))) is None:
+            kernel = matmul_simt_kernel(name, problem, params or MatmulSimtParams.default_for(problem))
+        else:
+            kernel = conv2d_kernel(name, problem, params)
+    elif (builder := kernel_builder(type(op))) is None:
         raise NoTemplate(f"no schedule template for '{op.name}'")
-    return builder(name, op)
+    else:
+        kernel = builder(name, op)
+    elements = [v.type.get_element_type() for v in (*op.operands, *op.results)]  # type: ignore[attr-defined]
+    if kernel is None or not any(isinstance(e, Float16Type) for e in elements):
+        return kernel
+    if len(kernel.body.block.args) != len(elements):  # not the shared interface: no f16 view
+        raise NoTemplate(f"'{op.name}' is scheduled for f32 tensors only, got f16")
+    return half_arguments(kernel, elements)

@@ -28,6 +28,7 @@ from xdsl.utils.exceptions import (
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tmlir.context import TmContext
+from tmlir.ir.arith_ext import load_extra_arith_ops
 from tmlir.ir.pipeline import expand_pipeline
 from tmlir.registry import project_dialects, project_passes, project_targets
 
@@ -42,6 +43,7 @@ class TmOptMain(xDSLOptMain):
         super().register_all_dialects()
         for name, loader in project_dialects().items():
             self.ctx.register_dialect(name, loader)
+        load_extra_arith_ops(self.ctx)
 
     def register_all_passes(self) -> None:
         super().register_all_passes()

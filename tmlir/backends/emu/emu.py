@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tmlir.backends import kernel_abi
 from tmlir.backends.cache import cache_dir, cache_key, cached_file
 from tmlir.backends.kernel_abi import KernelParam, KernelSignature
 from tmlir.gpu_limits import MAX_THREADS_PER_BLOCK
@@ -45,12 +46,7 @@ CXX = "g++"
 CXXFLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared")
 
 #: numpy dtype of the element a pointer parameter points to, by C element type.
-POINTER_DTYPES = {
-    "float": np.dtype(np.float32),
-    "int": np.dtype(np.int32),
-    "long long": np.dtype(np.int64),
-    "bool": np.dtype(np.bool_),
-}
+POINTER_DTYPES = kernel_abi.POINTER_DTYPES
 #: ctypes type that carries a scalar parameter, by C type.
 SCALAR_CTYPES: dict[str, type[ctypes._SimpleCData]] = {
     "int": ctypes.c_int32,

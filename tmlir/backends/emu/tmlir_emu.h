@@ -368,6 +368,7 @@ template <class A, class B> inline std::common_type_t<A, B> max(A a, B b) {
 }
 #define rsqrtf tmlir_emu_rsqrtf  // not in C17's math.h; C23 libcs may declare their own
 inline float tmlir_emu_rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline double rsqrt(double x) { return 1.0 / sqrt(x); }  // CUDA's double rsqrt
 inline float __expf(float x) { return expf(x); }
 inline float __logf(float x) { return logf(x); }
 inline float __powf(float x, float y) { return powf(x, y); }

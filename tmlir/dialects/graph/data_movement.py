@@ -26,6 +26,7 @@ import math
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
+    BoolAttr,
     DenseArrayBase,
     Float32Type,
     FloatAttr,
@@ -68,6 +69,7 @@ __all__ = [
     "SplitOp",
     "TileOp",
     "TransposeOp",
+    "TriluOp",
 ]
 
 PAD_MODES = ("constant", "reflect", "edge", "wrap")
@@ -481,3 +483,41 @@ class SpaceToDepthOp(_BlockRearrangeOp):
             raise VerifyException(f"spatial dims {h}x{w} are not multiples of blocksize {b}")
         return (n, c * b * b, h // b, w // b)
 
+
+
+def _keeps_all(op: TriluOp) -> bool:
+    """Whether the mask keeps every element: no (row, column) has ``column - row`` on the
+    wrong side of ``k``."""
+    rows, cols = tensor_shape(op.input.type, "input")[-2:]
+    k = op.k_value
+    return (k <= 1 - rows) if op.upper_value else (k >= cols - 1)
+
+
+@irdl_op_definition
+class TriluOp(UnaryShapeOp):
+    """ONNX ``Trilu`` on the last two dims: ``upper`` keeps the elements with ``column -
+    row >= k`` (the upper triangle from diagonal ``k``), otherwise those with ``column -
+    row <= k``; the others are zero."""
+
+    name = "graph.trilu"
+    traits = traits_def(AnyElementType(), NoOpWhen(lambda op: _keeps_all(op)))
+    k = prop_def(IntegerAttr)
+    upper = prop_def(BoolAttr)
+
+    def __init__(self, input: SSAValue, k: int, upper: bool) -> None:
+        super().__init__(input, input.type,  # type: ignore[arg-type]
+                         {"k": IntegerAttr(k, i64), "upper": BoolAttr.from_bool(upper)})
+
+    @property
+    def k_value(self) -> int:
+        return self.k.value.data
+
+    @property
+    def upper_value(self) -> bool:
+        return bool(self.upper.value.data)
+
+    def verify_(self) -> None:
+        shape, out = self.shapes()
+        if len(shape) < 2 or out != shape:
+            raise VerifyException(f"input must have rank >= 2 and the result its shape, got "
+                                  f"{list(shape)} -> {list(out)}")

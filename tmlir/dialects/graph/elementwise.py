@@ -1,5 +1,7 @@
 """Elementwise ops: binary and variadic ones broadcast numpy-style; unary ones keep
-their operand's type and carry their parameters as f32 properties."""
+their operand's type and carry their parameters as f32 properties. The bitwise ops and
+shifts (`IntegerBinaryOp`, ``graph.bitwise_not``) take integer tensors only; ``graph.mod``
+and ``graph.prelu`` any numbers."""
 
 from __future__ import annotations
 
@@ -9,8 +11,10 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     Float32Type,
     FloatAttr,
+    IntegerType,
     StringAttr,
     TensorType,
+    UnitAttr,
 )
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
@@ -33,38 +37,15 @@ from tmlir.dialects.graph.shapes import tensor_shape, verify_broadcast
 from tmlir.dialects.graph.traits import AnyElementType, Injective, NoOpWhen
 
 __all__ = [
-    "GELU_APPROXIMATIONS",
-    "AbsOp",
-    "AddOp",
-    "BinaryElementwiseOp",
-    "ClipOp",
-    "DivOp",
-    "EluOp",
-    "ErfOp",
-    "ExpOp",
-    "GeluOp",
-    "HardSigmoidOp",
-    "HardSwishOp",
-    "LeakyReluOp",
-    "LogOp",
-    "MaxOp",
-    "MeanOp",
-    "MinOp",
-    "MulOp",
-    "NegOp",
-    "PowOp",
-    "ReciprocalOp",
-    "ReluOp",
-    "SeluOp",
-    "SigmoidOp",
-    "SoftplusOp",
-    "SoftsignOp",
-    "SqrtOp",
-    "SubOp",
-    "SumOp",
-    "TanhOp",
-    "UnaryElementwiseOp",
-    "VariadicElementwiseOp",
+    "GELU_APPROXIMATIONS", "AbsOp", "AcosOp", "AcoshOp", "AddOp", "AsinOp", "AsinhOp",
+    "AtanOp", "AtanhOp", "BinaryElementwiseOp", "BitwiseAndOp", "BitwiseNotOp", "BitwiseOrOp",
+    "BitwiseXorOp", "CeilOp", "CeluOp", "ClipOp", "CosOp", "CoshOp", "DivOp", "EluOp", "ErfOp",
+    "ExpOp", "FloorOp", "GeluOp", "HardSigmoidOp", "HardSwishOp", "IntegerBinaryOp",
+    "LeakyReluOp", "LogOp", "MaxOp", "MeanOp", "MinOp", "MishOp", "ModOp", "MulOp", "NegOp",
+    "PReluOp", "PowOp", "ReciprocalOp", "ReluOp", "RoundOp", "SeluOp", "ShiftLeftOp",
+    "ShiftRightOp", "ShrinkOp", "SigmoidOp", "SignOp", "SinOp", "SinhOp", "SoftplusOp",
+    "SoftsignOp", "SqrtOp", "SubOp", "SumOp", "TanOp", "TanhOp", "ThresholdedReluOp",
+    "UnaryElementwiseOp", "VariadicElementwiseOp",
 ]
 
 
@@ -113,6 +94,90 @@ class PowOp(BinaryElementwiseOp):
     """``lhs ** rhs`` (ONNX ``Pow``)."""
 
     name = "graph.pow"
+
+
+def _verify_integer(what: str, type: Attribute) -> None:
+    """`type` is a tensor of integers (not ``i1``)."""
+    element = type.get_element_type() if isinstance(type, TensorType) else type
+    if not isinstance(element, IntegerType) or element.width.data == 1:
+        raise VerifyException(f"{what} must have an integer element type, got {element}")
+
+
+@irdl_op_definition
+class ModOp(BinaryElementwiseOp):
+    """The remainder of ``lhs / rhs`` (ONNX ``Mod``): with the sign of ``rhs``, as Python's
+    ``%`` and numpy's ``mod``; with ``{fmod}``, with the sign of ``lhs``, as C's ``fmod``
+    and ``%``. An integer remainder by 0 is 0 (the quotient is undefined in ONNX)."""
+
+    name = "graph.mod"
+    fmod = opt_prop_def(UnitAttr)
+    traits = traits_def(AnyElementType())
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, lhs, rhs, result_type: TensorType, fmod: bool = False) -> None:
+        IRDLOperation.__init__(self, operands=[lhs, rhs], result_types=[result_type],
+                               properties={"fmod": UnitAttr()} if fmod else {})
+
+    def verify_(self) -> None:
+        super().verify_()
+        element = self.result.type.get_element_type()  # type: ignore[attr-defined]
+        if isinstance(element, IntegerType) and element.width.data == 1:
+            raise VerifyException("operands must be numbers, got i1")
+
+
+class IntegerBinaryOp(BinaryElementwiseOp):
+    """A bitwise function of two integer tensors (``i64``, ``i32``), broadcast numpy-style."""
+
+    traits = traits_def(AnyElementType())
+
+    def verify_(self) -> None:
+        super().verify_()
+        _verify_integer("lhs", self.lhs.type)
+
+
+@irdl_op_definition
+class BitwiseAndOp(IntegerBinaryOp):
+    name = "graph.bitwise_and"
+
+
+@irdl_op_definition
+class BitwiseOrOp(IntegerBinaryOp):
+    name = "graph.bitwise_or"
+
+
+@irdl_op_definition
+class BitwiseXorOp(IntegerBinaryOp):
+    name = "graph.bitwise_xor"
+
+
+@irdl_op_definition
+class ShiftLeftOp(IntegerBinaryOp):
+    """``lhs << rhs``; bits shifted past the sign bit are lost, and a shift out of
+    ``[0, bits)`` gives 0 (ONNX ``BitShift`` ``LEFT``)."""
+
+    name = "graph.shift_left"
+
+
+@irdl_op_definition
+class ShiftRightOp(IntegerBinaryOp):
+    """``lhs >> rhs``, arithmetic (the sign bit fills); a shift out of ``[0, bits)`` gives
+    the fill alone: -1 for a negative ``lhs``, else 0 (ONNX ``BitShift`` ``RIGHT``)."""
+
+    name = "graph.shift_right"
+
+
+@irdl_op_definition
+class PReluOp(BinaryElementwiseOp):
+    """``lhs < 0 ? rhs * lhs : lhs`` (ONNX ``PRelu``): the slope ``rhs`` broadcasts to the
+    shape of ``lhs``, which is the result's."""
+
+    name = "graph.prelu"
+    traits = traits_def(AnyElementType())
+
+    def verify_(self) -> None:
+        super().verify_()
+        if tensor_shape(self.result.type, "result") != tensor_shape(self.lhs.type, "lhs"):
+            raise VerifyException("the slope must broadcast to the shape of lhs")
 
 
 class VariadicElementwiseOp(IRDLOperation):
@@ -345,3 +410,132 @@ class ClipOp(UnaryElementwiseOp):
     lower = opt_prop_def(FloatAttr, prop_name="min")
     upper = opt_prop_def(FloatAttr, prop_name="max")
 
+
+
+@irdl_op_definition
+class SignOp(UnaryElementwiseOp):
+    """-1, 0 or 1 by the sign of ``x``; NaN stays NaN."""
+
+    name = "graph.sign"
+    traits = traits_def(AnyElementType())
+
+
+@irdl_op_definition
+class FloorOp(UnaryElementwiseOp):
+    name = "graph.floor"
+
+
+@irdl_op_definition
+class CeilOp(UnaryElementwiseOp):
+    name = "graph.ceil"
+
+
+@irdl_op_definition
+class RoundOp(UnaryElementwiseOp):
+    """The nearest integer, halves to even (ONNX ``Round``, numpy ``round``)."""
+
+    name = "graph.round"
+
+
+@irdl_op_definition
+class SinOp(UnaryElementwiseOp):
+    name = "graph.sin"
+
+
+@irdl_op_definition
+class CosOp(UnaryElementwiseOp):
+    name = "graph.cos"
+
+
+@irdl_op_definition
+class TanOp(UnaryElementwiseOp):
+    name = "graph.tan"
+
+
+@irdl_op_definition
+class AsinOp(UnaryElementwiseOp):
+    name = "graph.asin"
+
+
+@irdl_op_definition
+class AcosOp(UnaryElementwiseOp):
+    name = "graph.acos"
+
+
+@irdl_op_definition
+class AtanOp(UnaryElementwiseOp):
+    name = "graph.atan"
+
+
+@irdl_op_definition
+class SinhOp(UnaryElementwiseOp):
+    name = "graph.sinh"
+
+
+@irdl_op_definition
+class CoshOp(UnaryElementwiseOp):
+    name = "graph.cosh"
+
+
+@irdl_op_definition
+class AsinhOp(UnaryElementwiseOp):
+    name = "graph.asinh"
+
+
+@irdl_op_definition
+class AcoshOp(UnaryElementwiseOp):
+    name = "graph.acosh"
+
+
+@irdl_op_definition
+class AtanhOp(UnaryElementwiseOp):
+    name = "graph.atanh"
+
+
+@irdl_op_definition
+class MishOp(UnaryElementwiseOp):
+    """``x * tanh(log(1 + exp(x)))``."""
+
+    name = "graph.mish"
+
+
+@irdl_op_definition
+class ThresholdedReluOp(UnaryElementwiseOp):
+    """``x > alpha ? x : 0`` (0 for NaN, as onnxruntime and ONNX's reference)."""
+
+    name = "graph.thresholded_relu"
+    alpha = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class ShrinkOp(UnaryElementwiseOp):
+    """``x < -lambd ? x + bias : x > lambd ? x - bias : 0``."""
+
+    name = "graph.shrink"
+    lambd = prop_def(FloatAttr)
+    bias = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class CeluOp(UnaryElementwiseOp):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+
+    name = "graph.celu"
+    alpha = prop_def(FloatAttr)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.alpha.value.data == 0:
+            raise VerifyException("alpha must not be 0")
+
+
+@irdl_op_definition
+class BitwiseNotOp(UnaryElementwiseOp):
+    """``~x`` of an integer tensor."""
+
+    name = "graph.bitwise_not"
+    traits = traits_def(AnyElementType())
+
+    def verify_(self) -> None:
+        super().verify_()
+        _verify_integer("input", self.input.type)

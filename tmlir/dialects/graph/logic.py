@@ -12,8 +12,9 @@ broadcast numpy-style, as for ``graph.add``:
                                        -> tensor<2x16x16xf32>
     %f = graph.cast %ids : tensor<1x16xi64> -> tensor<1x16xf32>
 
-Comparisons take two operands of one numeric type (``f32``, ``i64``, ``i32``; ``equal``
-also ``i1``); float comparisons are false when either side is NaN, as in numpy.
+Comparisons take two operands of one numeric type (a float or integer type of
+``tmlir/dtypes.py``; ``equal`` also ``i1``); float comparisons are false when either side
+is NaN, as in numpy; unsigned integers (``ui8`` ...) compare as unsigned.
 """
 
 from __future__ import annotations
@@ -21,14 +22,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IntegerType, TensorType
+from xdsl.dialects.builtin import BoolAttr, IntegerType, TensorType
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
+    ParsePropInAttrDict,
     VarConstraint,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     result_def,
     traits_def,
 )
@@ -47,6 +50,7 @@ __all__ = [
     "EqualOp",
     "GreaterEqualOp",
     "GreaterOp",
+    "IsInfOp",
     "IsNanOp",
     "LessEqualOp",
     "LessOp",
@@ -194,7 +198,7 @@ class NotOp(IRDLOperation):
 
 @irdl_op_definition
 class IsNanOp(_MaskOp):
-    """Whether each element of an ``f32`` tensor is NaN."""
+    """Whether each element of a float tensor (``f32``, ``f16``, ``f64``) is NaN."""
 
     name = "graph.is_nan"
 
@@ -203,7 +207,36 @@ class IsNanOp(_MaskOp):
 
     def verify_(self) -> None:
         super().verify_()
-        _check_element("input", self.input.type, (dtypes.FLOAT32,))
+        _check_element("input", self.input.type, dtypes.FLOATS)
+        _check_element("result", self.result.type, (dtypes.BOOL,))
+
+
+@irdl_op_definition
+class IsInfOp(_MaskOp):
+    """Whether each element of an ``f32`` tensor is an infinity: ``+inf`` unless
+    ``detect_positive = false``, ``-inf`` unless ``detect_negative = false``."""
+
+    name = "graph.is_inf"
+    detect_negative = opt_prop_def(BoolAttr)
+    detect_positive = opt_prop_def(BoolAttr)
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, input: SSAValue, detect_negative: bool = True,
+                 detect_positive: bool = True) -> None:
+        super().__init__(input, I1)
+        for name, detect in (("detect_negative", detect_negative),
+                             ("detect_positive", detect_positive)):
+            if not detect:
+                self.properties[name] = BoolAttr.from_bool(False)
+
+    def detects(self) -> tuple[bool, bool]:
+        """Whether ``-inf`` and ``+inf`` are detected."""
+        return tuple(attr is None or bool(attr.value.data)  # type: ignore[return-value]
+                     for attr in (self.detect_negative, self.detect_positive))
+
+    def verify_(self) -> None:
+        super().verify_()
+        _check_element("input", self.input.type, dtypes.FLOATS)
         _check_element("result", self.result.type, (dtypes.BOOL,))
 
 

@@ -11,7 +11,9 @@ Axes are as the frontend normalizes them: non-negative, increasing, without repe
 Softmax normalizes over the elements that share every coordinate outside ``axes`` (one
 axis since ONNX opset 13, all axes from ``axis`` on before). Pooling is over the spatial
 dims of an ``(N, C, D1, ..., Dk)`` tensor with explicit pads (ONNX's order: the k begins,
-then the k ends).
+then the k ends). The ops along one axis (``arg_max``, ``arg_min``, ``hardmax``, ``cumsum``,
+``top_k``) are in ``axis_ops``; this module's ``__all__`` lists them too, so the family
+registers them.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     TensorType,
     UnitAttr,
+    f16,
+    f32,
+    i1,
     i64,
 )
 from xdsl.ir import Attribute, SSAValue
@@ -46,8 +51,10 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from tmlir.dialects.graph import axis_ops
+from tmlir.dialects.graph.axis_ops import *  # noqa: F403
 from tmlir.dialects.graph.shapes import tensor_shape
-from tmlir.dialects.graph.traits import NoOpWhen
+from tmlir.dialects.graph.traits import AnyElementType, NoOpWhen
 
 __all__ = [
     "AveragePoolOp",
@@ -55,13 +62,20 @@ __all__ = [
     "LogSoftmaxOp",
     "MaxPoolOp",
     "PoolOp",
+    "ReduceL1Op",
+    "ReduceL2Op",
+    "ReduceLogSumExpOp",
+    "ReduceLogSumOp",
     "ReduceMaxOp",
     "ReduceMeanOp",
     "ReduceMinOp",
     "ReduceOp",
+    "ReduceProdOp",
     "ReduceSumOp",
+    "ReduceSumSquareOp",
     "SoftmaxBaseOp",
     "SoftmaxOp",
+    *axis_ops.__all__,
     "pool_output_size",
     "reduced_shape",
 ]
@@ -102,7 +116,7 @@ class ReduceOp(IRDLOperation):
     result = result_def(TensorType)
     axes = prop_def(DenseArrayBase.constr(i64))
     keepdims = opt_prop_def(UnitAttr)
-    traits = traits_def(Pure(), NoOpWhen(lambda op: op.is_unit_reduction(), reshape=True))
+    traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -120,7 +134,7 @@ class ReduceOp(IRDLOperation):
         return _values(self.axes)
 
     def is_unit_reduction(self) -> bool:
-        """Whether every reduced dim has extent 1 (the result is the input, reshaped)."""
+        """Whether every reduced dim has extent 1."""
         shape = self.input.type.get_shape()
         return all(shape[axis] == 1 for axis in self.reduced_axes)
 
@@ -135,28 +149,90 @@ class ReduceOp(IRDLOperation):
         _same_element_type(self.input.type, self.result.type)
 
 
+class _IdentityOnOneReduceOp(ReduceOp):
+    """A reduction whose value over one element is the element: over extent-1 dims the
+    result is the input, reshaped (not so for ``|x|``, ``x^2``, ``log x``)."""
+
+    traits = traits_def(NoOpWhen(lambda op: op.is_unit_reduction(), reshape=True))
+
+
 @irdl_op_definition
-class ReduceSumOp(ReduceOp):
+class ReduceSumOp(_IdentityOnOneReduceOp):
     name = "graph.reduce_sum"
 
 
 @irdl_op_definition
-class ReduceMeanOp(ReduceOp):
+class ReduceMeanOp(_IdentityOnOneReduceOp):
     name = "graph.reduce_mean"
 
 
+class _BoolOrF32ReduceOp(_IdentityOnOneReduceOp):
+    """A reduction of f32 (or f16) tensors, or of ``i1`` ones (max: any, min: all)."""
+
+    traits = traits_def(AnyElementType())
+
+    def verify_(self) -> None:
+        super().verify_()
+        element = self.input.type.get_element_type()
+        if element not in (f32, f16, i1):
+            raise VerifyException(f"expected f32 or i1 elements, got {element}")  # (or f16)
+
+
 @irdl_op_definition
-class ReduceMaxOp(ReduceOp):
-    """The largest element; NaN if any is NaN (numpy ``max``)."""
+class ReduceMaxOp(_BoolOrF32ReduceOp):
+    """The largest element; NaN if any is NaN (numpy ``max``); of bools, whether any holds."""
 
     name = "graph.reduce_max"
 
 
 @irdl_op_definition
-class ReduceMinOp(ReduceOp):
-    """The smallest element; NaN if any is NaN (numpy ``min``)."""
+class ReduceMinOp(_BoolOrF32ReduceOp):
+    """The smallest element; NaN if any is NaN (numpy ``min``); of bools, whether all hold."""
 
     name = "graph.reduce_min"
+
+
+@irdl_op_definition
+class ReduceProdOp(_IdentityOnOneReduceOp):
+    """The product of the elements."""
+
+    name = "graph.reduce_prod"
+
+
+@irdl_op_definition
+class ReduceLogSumExpOp(_IdentityOnOneReduceOp):
+    """``log(sum(exp(x)))``, computed as ``m + log(sum(exp(x - m)))`` with ``m`` the max
+    (0 where the max is not finite), so that it neither overflows nor loses the small ones."""
+
+    name = "graph.reduce_log_sum_exp"
+
+
+@irdl_op_definition
+class ReduceL1Op(ReduceOp):
+    """``sum(|x|)``."""
+
+    name = "graph.reduce_l1"
+
+
+@irdl_op_definition
+class ReduceL2Op(ReduceOp):
+    """``sqrt(sum(x^2))``."""
+
+    name = "graph.reduce_l2"
+
+
+@irdl_op_definition
+class ReduceSumSquareOp(ReduceOp):
+    """``sum(x^2)``."""
+
+    name = "graph.reduce_sum_square"
+
+
+@irdl_op_definition
+class ReduceLogSumOp(ReduceOp):
+    """``log(sum(x))``."""
+
+    name = "graph.reduce_log_sum"
 
 
 class SoftmaxBaseOp(IRDLOperation):

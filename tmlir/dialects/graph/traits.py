@@ -25,8 +25,10 @@ __all__ = ["AnyElementType", "Injective", "NoOpWhen"]
 
 @dataclass(frozen=True)
 class AnyElementType(OpTrait):
-    """The op's schedule template takes integer and bool tensors too. Without this trait a
-    template computes in f32 and takes f32 tensors only."""
+    """The op's schedule template takes the other element types too (integers, bools,
+    f64; ``tmlir/dtypes.py``). Without this trait a template computes in f32 and takes f32
+    tensors, and f16 ones read widened to f32 and written rounded
+    (``schedules/common.py``'s `half_arguments`)."""
 
 
 @dataclass(frozen=True)

@@ -67,8 +67,9 @@ model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
 model.ir_version = 10
 onnx.save(model, f"{sys.argv[1]}.ops.onnx")
 
-# A constant input computed at run time: here a Resize's scales fed as a graph input.
-# SHAPE: tm-opt: error: node 'up' (Resize): input 'scales' ('s') must be a constant (an initializer or a Constant node), not computed at run time
+# A constant input that is a model input: here a Resize's scales (InferenceSession
+# compiles such a model per value fed; tm-opt has no values).
+# SHAPE: tm-opt: error: node 'up' (Resize): input 'scales' ('s') is a model input, whose value must be known when the model is compiled (InferenceSession compiles the model for each value it is fed)
 save(f"{sys.argv[1]}.shape.onnx",
      [helper.make_node("Resize", ["x", "", "s"], ["y"], name="up")],
      [("x", [1, 1, 2, 2]), ("s", [4])], [("y", None)])

@@ -9,7 +9,7 @@ from onnx import helper
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "inputs"))
 from onnx_models import save  # noqa: E402
 
-# CHECK: tm-opt: error: node 'det1' (Det): unsupported op type; supported: Abs, Add, {{.*}}, Conv, {{.*}}, Gemm, {{.*}}, MatMul, {{.*}}, Relu, {{.*}}, Tanh{{.*}}{{$}}
+# CHECK: tm-opt: error: node 'det1' (Det): unsupported op type; supported: Abs, Acos, {{.*}}, Add, {{.*}}, Conv, {{.*}}, Gemm, {{.*}}, MatMul, {{.*}}, Relu, {{.*}}, Tanh{{.*}}{{$}}
 # CHECK-NOT: Traceback
 save(sys.argv[1], [
     helper.make_node("Relu", ["x"], ["r"], name="relu"),
