@@ -341,12 +341,13 @@ INT64, BOOL = TensorProto.INT64, TensorProto.BOOL
      {}, "node 'g' (Gather): input 'i' is FLOAT, but Gather takes int64, int32 there"),
     ([helper.make_node("Gather", ["x", "i"], ["y"], name="g")], {"x": (3,)},
      {"i": ints(3)}, 13, {}, "node 'g' (Gather): index 3 is out of range for axis 0 of extent 3"),
-    ([helper.make_node("Resize", ["x", "", "s"], ["y"], name="z", mode="cubic")],
+    ([helper.make_node("Resize", ["x", "", "s"], ["y"], name="z", mode="area")],
      {"x": (1, 1, 2, 2)}, {"s": np.ones(4, np.float32)}, 13, {},
-     "node 'z' (Resize): unsupported value 'cubic' of attribute 'mode' (expected 'nearest' or "
-     "'linear')"),
+     "node 'z' (Resize): unsupported value 'area' of attribute 'mode' (expected 'nearest' or "
+     "'linear' or 'cubic')"),
     ([helper.make_node("Dropout", ["x", "", "t"], ["y"], name="d")], {"x": (2,)},
-     {"t": np.array(True)}, 13, {}, "node 'd' (Dropout): training mode is not supported"),
+     {"t": np.array(True)}, 13, {}, "node 'd' (Dropout): training mode with ratio 0.5 is not "
+     "supported: its mask is random, so no reference can match it (only ratio 0)"),
     ([helper.make_node("Pad", ["x", "p"], ["y"], name="p", mode="reflect")], {"x": (2, 3)},
      {"p": ints(0, 3, 0, 0)}, 13, {},
      "node 'p' (Pad): mode \"reflect\" needs pads below the extent 3 of dim 1, got 3, 0"),

@@ -105,7 +105,7 @@ class RandomGraph:
     def anchor(self, x: str, shape: tuple[int, ...]) -> str:
         r = self.rng
         kind = r.choice(["matmul", "softmax", "reduce", "layernorm"])
-        if kind == "matmul" and len(shape) > 1:  # (1-D MatMul is not supported yet)
+        if kind == "matmul" and len(shape) > 1:  # (rank >= 2: the graphs stay as generated before 1-D MatMul)
             n = int(r.integers(1, 12))
             w = self.constant((r.standard_normal((shape[-1], n)) / np.sqrt(shape[-1]))
                               .astype(np.float32))

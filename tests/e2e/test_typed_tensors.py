@@ -249,7 +249,8 @@ def test_wrong_input_dtype_is_a_one_line_error():
     ([helper.make_node("Cast", ["x"], ["y"], name="c", to=TensorProto.STRING)],
      {"x": (F32, (2,))}, {"y": np.dtype(object)},
      "node 'c' (Cast): cannot cast to STRING (supported: float32, int64, int32, bool, float16, "
-     "float64, int8, int16, uint8, uint16, uint32, uint64)"),
+     "float64, int8, int16, uint8, uint16, uint32, uint64, bfloat16, float8_e4m3fn, float8_e4m3fnuz, "
+     "float8_e5m2, float8_e5m2fnuz)"),
 ])
 def test_errors(nodes, inputs, outputs, message):
     with pytest.raises(FrontendError) as info:

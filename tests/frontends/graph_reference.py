@@ -107,13 +107,30 @@ def _window_reduction(op: graph.PoolOp, x: np.ndarray) -> np.ndarray:
                 values.append(x[(slice(None), slice(None), *pos)])
         window = np.stack(values)
         at = (slice(None), slice(None), *o)
-        if isinstance(op, graph.MaxPoolOp):
+        if isinstance(op, graph.MaxPoolOp | graph.MaxPoolWithIndicesOp):
             y[at] = window.max(0)
         elif isinstance(op, graph.LpPoolOp):  # padding adds 0
             y[at] = (np.abs(window.astype(np.float64)) ** op.p_value).sum(0) ** (1 / op.p_value)
         else:
             y[at] = window.sum(0) / (padded if include_pad else len(values))
     return y
+
+
+def _max_pool_indices(op: graph.MaxPoolWithIndicesOp, x: np.ndarray) -> np.ndarray:
+    """ONNX MaxPool's Indices: the flattened input index of each window's first max, the
+    spatial dims row-major (column-major with storage_order 1) after (n * C + c)."""
+    kernel, strides, pads, dilations = op.window()
+    k, spatial = len(kernel), x.shape[2:]
+    order = list(reversed(spatial)) if op.column_major is not None else list(spatial)
+    out = np.empty(op.indices.type.get_shape(), np.int64)
+    for n, c, *o in itertools.product(*map(range, out.shape)):
+        taps = [[o[d] * strides[d] - pads[d] + t[d] * dilations[d] for d in range(k)]
+                for t in itertools.product(*map(range, kernel))]
+        taps = [pos for pos in taps if all(0 <= pos[d] < spatial[d] for d in range(k))]
+        best = max(taps, key=lambda pos: (x[(n, c, *pos)], -taps.index(pos)))
+        place = best[::-1] if op.column_major is not None else best
+        out[(n, c, *o)] = (n * x.shape[1] + c) * math.prod(spatial) + int(np.ravel_multi_index(place, order))
+    return out
 
 
 def _lrn(op: graph.LRNOp, x: np.ndarray) -> np.ndarray:
@@ -127,6 +144,8 @@ def _lrn(op: graph.LRNOp, x: np.ndarray) -> np.ndarray:
 
 def _reduction(op, x: np.ndarray, *rest: np.ndarray) -> list[np.ndarray]:
     """The results of a reduction, normalization or pooling op."""
+    if isinstance(op, graph.MaxPoolWithIndicesOp):
+        return [_window_reduction(op, x), _max_pool_indices(op, x)]
     if isinstance(op, graph.PoolOp):
         return [_window_reduction(op, x)]
     if isinstance(op, graph.LayerNormOp):
@@ -272,6 +291,29 @@ def _recurrence(op: graph.RecurrenceOp, xw: np.ndarray, r: np.ndarray,
     return [y, finals[0], finals[1]][:len(op.results)]
 
 
+def _resize(op: graph.ResizeOp, x: np.ndarray) -> np.ndarray:
+    """ONNX's reference Resize (float64) of one node with the op's attributes and scales, or
+    its sizes where the coordinates depend on them only (``align_corners`` and
+    ``tf_crop_and_resize``: the reference would take ``scale * n`` for the output size)."""
+    from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    by_sizes = op.coordinate_transformation_mode.data in ("align_corners", "tf_crop_and_resize")
+    attributes = {"mode": op.mode.data, "coordinate_transformation_mode": op.coordinate_transformation_mode.data,
+                  "nearest_mode": op.nearest_mode_value, "cubic_coeff_a": op.cubic_coeff_a_value,
+                  "exclude_outside": int(op.exclude_outside is not None), "antialias": int(op.antialias is not None),
+                  "extrapolation_value": op.extrapolation_value_value}
+    constants = [numpy_helper.from_array(np.array(op.roi_values or [], np.float64), "roi"),
+                 numpy_helper.from_array(np.array(op.scale_values, np.float32), "scales"),
+                 numpy_helper.from_array(np.array(op.result.type.get_shape(), np.int64), "sizes")]
+    inputs = ["x", "roi", "", "sizes"] if by_sizes else ["x", "roi", "scales"]
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Resize", inputs, ["y"], **attributes)], "resize",
+        [helper.make_tensor_value_info("x", 11, x.shape)], [helper.make_tensor_value_info("y", 11, None)],
+        constants), opset_imports=[helper.make_opsetid("", 19)])
+    return ReferenceEvaluator(model).run(None, {"x": x.astype(np.float64)})[0]
+
+
 def evaluate(imported: ImportedModel, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     """The outputs of the imported model's ``@main`` on `feeds`, computed op by op."""
     (function,) = imported.module.ops
@@ -302,8 +344,8 @@ def evaluate(imported: ImportedModel, feeds: dict[str, np.ndarray]) -> list[np.n
         elif isinstance(op, graph.ReduceOp | graph.SoftmaxBaseOp | graph.LayerNormOp |
                         graph.PoolOp):
             result, *more = _reduction(op, *get)  # graph.layer_norm may have three results
-            for value, array in zip(op.results[1:], more):
-                env[value] = np.asarray(array, dtype=get[0].dtype)
+            for value, array in zip(op.results[1:], more):  # max pool's indices are i64
+                env[value] = np.asarray(array, dtype=dtypes.of_ir(value.type.get_element_type()).numpy)
         elif isinstance(op, graph.ArgReduceOp | graph.HardmaxOp | graph.CumSumOp | graph.TopKOp):
             result, *more = _axis_op(op, get[0])  # graph.top_k's indices second
             for value, array in zip(op.results[1:], more):
@@ -314,6 +356,12 @@ def evaluate(imported: ImportedModel, feeds: dict[str, np.ndarray]) -> list[np.n
                 env[value] = np.asarray(array, dtype=np.float32)
         elif (indexed := _indexing(op, get)) is not None:
             result = indexed
+        elif isinstance(op, graph.BatchNormOp):
+            x, scale, bias, mean, var = (a.reshape(-1, *[1] * (get[0].ndim - 2)) if i else a
+                                         for i, a in enumerate(get))
+            result = (x - mean) / np.sqrt(var + op.epsilon_value) * scale + bias
+        elif isinstance(op, graph.ResizeOp):
+            result = _resize(op, get[0])
         elif isinstance(op, graph.ModOp):
             result = (np.fmod if op.fmod is not None else np.mod)(*get)
         elif isinstance(op, graph.IsInfOp):

@@ -295,14 +295,10 @@ ERRORS = {
                    X, initializers={"s": rand(4)}, opset=17),
         ("node #0 (LayerNormalization): unsupported value 0 of attribute 'stash_type' "
          "(expected 1)")),
-    "indices": (
-        make_model([helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2])],
-                   X, [("y", None), ("i", None)]),
-        "node #0 (MaxPool): output 'i' is used, but only the first output is supported"),
     "storage_order": (
         make_model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2],
-                                     storage_order=1)], X),
-        "node #0 (MaxPool): unsupported value 1 of attribute 'storage_order' (expected 0)"),
+                                     storage_order=2)], X),
+        "node #0 (MaxPool): unsupported value 2 of attribute 'storage_order' (expected 0 or 1)"),
     "auto_pad": (
         make_model([helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2],
                                      auto_pad="SAME")], X),

@@ -114,6 +114,23 @@ def test_computed_scalars_and_typed_initializers_read_back(cache, tmp_path, impo
     assert len(imports) == 1
 
 
+def test_weights_of_ml_dtypes_types_read_back_typed(cache, tmp_path, imports):
+    # An input value fixed per compile is a weight the compiler stores; .npy keeps
+    # bfloat16 and float8 as raw bytes, which the entry's dtype names again.
+    import ml_dtypes
+
+    model = make_model([helper.make_node("Add", ["x", "c"], ["y"])], {"x": (3,)}, {"y": (3,)})
+    for value in (*model.graph.input, *model.graph.output):
+        value.type.tensor_type.elem_type = onnx.TensorProto.BFLOAT16
+    model.graph.input.append(helper.make_tensor_value_info("c", onnx.TensorProto.BFLOAT16, [3]))
+    path = save(model, tmp_path / "bf16.onnx")
+    values = {"c": np.array([1.5, -2.0, 0.25], ml_dtypes.bfloat16)}
+    first = compile_model(path, input_values=values)
+    assert first[1]["c"].dtype == np.dtype(ml_dtypes.bfloat16)
+    assert_same(first, compile_model(path, input_values=values))
+    assert len(imports) == 1
+
+
 def test_bytes_and_model_proto_hit_as_well(cache, imports):
     model = mlp(4, (32, 64, 8))
     first = compile_model(model.SerializeToString())

@@ -307,7 +307,7 @@ def test_error_messages() -> None:
         (np.ma.masked_array(a), ("a masked numpy array",)),
         (Forged(export(a), strides=(1, 4)),
          ("a non-contiguous array (strides (1, 4) for shape (4, 4))", "(.contiguous())")),
-        (Forged(export(a), dtype=(4, 16, 1)), ("unsupported DLPack dtype (code 4, 16 bits)",)),
+        (Forged(export(a), dtype=(5, 64, 1)), ("unsupported DLPack dtype (code 5, 64 bits)",)),
         (Forged(export(a), dtype=(2, 32, 4)), ("a vector dtype with 4 lanes; expected lanes 1",)),
         (Forged(export(a), device=(4, 0)), ("DLPack device type 4", "expected a CPU (1) or CUDA (2)")),
         (FakeCAI(a, strides=(4, 16)), ("non-contiguous array (byte strides (4, 16) for shape (4, 4))",)),

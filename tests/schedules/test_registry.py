@@ -66,7 +66,7 @@ def test_any_element_type_ops():
         "depth_to_space", "space_to_depth", "trilu", "eye", "one_hot", "scatter_elements",
         "scatter_nd", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "shift_left",
         "shift_right", "mod", "sign", "prelu", "is_inf", "arg_max", "arg_min", "cumsum", "top_k",
-        "reduce_max", "reduce_min", "recurrence"}
+        "reduce_max", "reduce_min", "recurrence", "max_pool", "max_pool_with_indices"}
 
 
 def test_no_op_traits():
@@ -107,6 +107,6 @@ def test_new_unary_op_needs_only_its_element_function(monkeypatch):
     assert kernel.attributes["tm.params"].data["expr"].data == "cube(x0)"
     kernel.verify()
     assert is_injective(op) and callable(element_of(op))
-    with pytest.raises(NoTemplate, match=r"^'test.cube' is scheduled for f32 and f16 tensors only, "
+    with pytest.raises(NoTemplate, match=r"^'test.cube' is scheduled for f32, f16, bf16 and f64 tensors only, "
                                          r"got tensor<4x5xi32>$"):
         kernel_for("cube_1", CubeOp(_value(IntegerType(32))))

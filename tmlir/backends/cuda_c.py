@@ -34,7 +34,6 @@ from xdsl.utils.target import Target
 
 from tmlir import dtypes
 from tmlir.backends.cuda_types import (  # noqa: F401  (c_type, float_literal: this module's API)
-    HALF_PRELUDE,
     NARROW_INTEGERS,
     CudaEmitError,
     c_type,
@@ -42,6 +41,7 @@ from tmlir.backends.cuda_types import (  # noqa: F401  (c_type, float_literal: t
     float_literal,
     int_literal,
     math_function,
+    prelude,
     unsigned_constant,
 )
 from tmlir.backends.kernel_abi import KernelParam, KernelSignature
@@ -465,11 +465,13 @@ def emit_cuda(module: ModuleOp) -> CudaProgram:
         if isinstance(op, tmgpu.KernelOp):
             sig, text = _KernelPrinter(op).print()
             template, params = _params(op)
-            alone = f"{HALF_PRELUDE}\n{text}" if "tm_half" in text else text
+            types = prelude(text)
+            alone = f"{types}\n{text}" if types else text
             kernels[sig.name] = KernelInfo(sig, op.block.data, template, params, alone)
             chunks.append(text)
-    if any("tm_half" in chunk for chunk in chunks[1:]):
-        chunks.insert(1, HALF_PRELUDE)
+    types = prelude("".join(chunks[1:]))
+    if types:
+        chunks.insert(1, types)
     functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
     buffers: tuple[BufferSpec, ...] = ()
     launches: tuple[LaunchSpec, ...] = ()

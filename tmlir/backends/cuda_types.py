@@ -9,16 +9,29 @@ compile the same text. We do not include ``cuda_fp16.h``: measured with NVRTC 13
 emu would need its own ``__half`` anyway, and a struct has no implicit conversions that
 could turn a float into its bit pattern by accident. Templates never compute in f16 (the
 builder widens loads to f32), so the prelude needs only the two conversions.
+
+bfloat16 and the float8 types are the same kind of struct (``tm_bf16``, ``tm_f8e4m3fn``,
+``tm_f8e4m3fnuz``, ``tm_f8e5m2``, ``tm_f8e5m2fnuz``), whose two conversions call one
+generic pair, ``tm_narrow_to_float`` and ``tm_float_to_narrow``, parametrized by the
+format's exponent and mantissa widths, bias and kind (`NarrowFormat`: IEEE-like with
+infinities, ``FN`` with only NaN at the top, ``FNUZ`` with NaN in place of negative zero),
+with ``ml_dtypes``' semantics: round to nearest even, overflow to infinity or NaN (a NaN
+keeps the top bits of its payload where the type has one, so that data movement, which
+widens and narrows, keeps every bit pattern). A ``double`` is narrowed through ``float``,
+as ``ml_dtypes`` (so onnx's reference) narrows it. `prelude` gives the definitions a
+source uses, once, at its top.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import struct
+from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IndexType
+from xdsl.dialects.builtin import Float32Type, Float64Type, IndexType
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -72,6 +85,87 @@ __device__ __forceinline__ tm_half tm_float_to_half(float f) {  // round to near
 """
 
 
+@dataclass(frozen=True)
+class NarrowFormat:
+    """The bit layout of a narrow float other than float16: 1 sign bit, `exponent` and
+    `mantissa` bits, the exponent `bias`, and its `kind` (0: IEEE-like, the top exponent
+    is infinity and NaN; 1: ``FN``, only all ones is NaN; 2: ``FNUZ``, NaN is the
+    negative-zero pattern)."""
+
+    exponent: int
+    mantissa: int
+    bias: int
+    kind: int
+
+
+#: C type -> format.
+NARROW_FORMATS: dict[str, NarrowFormat] = {
+    "tm_bf16": NarrowFormat(8, 7, 127, 0),
+    "tm_f8e4m3fn": NarrowFormat(4, 3, 7, 1),
+    "tm_f8e4m3fnuz": NarrowFormat(4, 3, 8, 2),
+    "tm_f8e5m2": NarrowFormat(5, 2, 15, 0),
+    "tm_f8e5m2fnuz": NarrowFormat(5, 2, 16, 2),
+}
+
+NARROW_PRELUDE = """\
+// Narrow floats (bfloat16, float8): 1 sign bit, E exponent bits, M mantissa bits, a bias,
+// a kind (0: IEEE-like; 1: FN, NaN is all ones; 2: FNUZ, NaN is the negative-zero pattern).
+__device__ __forceinline__ float tm_narrow_to_float(unsigned int bits, int E, int M, int bias, int kind) {
+  const unsigned int sign = ((bits >> (E + M)) & 1u) << 31;
+  const unsigned int exponent = (bits >> M) & ((1u << E) - 1u), mantissa = bits & ((1u << M) - 1u);
+  const unsigned int top = (1u << E) - 1u;
+  if (kind == 2 && bits == (1u << (E + M))) return __uint_as_float(0xffc00000u);
+  if (kind == 1 && exponent == top && mantissa == (1u << M) - 1u) return __uint_as_float(sign | 0x7fc00000u);
+  if (kind == 0 && exponent == top) return __uint_as_float(sign | 0x7f800000u | (mantissa << (23 - M)));
+  if (exponent != 0) return __uint_as_float(sign | ((exponent + 127u - bias) << 23) | (mantissa << (23 - M)));
+  if (E == 8) return __uint_as_float(sign | (mantissa << (23 - M)));  // a float subnormal
+  return __uint_as_float(sign | __float_as_uint((float)mantissa * __uint_as_float((128u - bias - M) << 23)));
+}
+__device__ __forceinline__ unsigned int tm_float_to_narrow(float f, int E, int M, int bias, int kind) {
+  const unsigned int x = __float_as_uint(f), a = x & 0x7fffffffu;
+  const unsigned int sign = (x >> 31) << (E + M), top = (1u << E) - 1u;
+  const unsigned int payload = (a >> (23 - M)) & ((1u << M) - 1u);  // kept: a widened NaN narrows back
+  const unsigned int nan = kind == 2 ? 1u << (E + M) : kind == 1 ? sign | (1u << (E + M)) - 1u
+                                     : sign | (top << M) | (payload ? payload : 1u << (M - 1));
+  if (a >= 0x7f800000u) return a == 0x7f800000u && kind == 0 ? sign | (top << M) : nan;
+  const int e = a >= 0x800000u ? (int)(a >> 23) - 127 : -126, emin = 1 - bias;
+  const unsigned int m = a >= 0x800000u ? (a & 0x7fffffu) | 0x800000u : a;
+  int shift = 23 - M + (e < emin ? emin - e : 0);
+  if (shift > 31) shift = 31;
+  const unsigned int rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  unsigned int q = (m >> shift) + ((rest > half || (rest == half && ((m >> shift) & 1u))) ? 1u : 0u);
+  if (e >= emin) q += (unsigned int)(e + bias - 1) << M;  // q holds the implicit bit
+  const unsigned int largest = kind == 0 ? (top << M) - 1u : kind == 1 ? (top << M) | ((1u << M) - 2u)
+                                                                      : (top << M) | ((1u << M) - 1u);
+  if (q > largest) return kind == 0 ? sign | (top << M) : nan;
+  return kind == 2 && q == 0 ? 0u : sign | q;
+}
+"""
+
+
+def _narrow_struct(ctype: str, fmt: NarrowFormat) -> str:
+    name, storage = ctype[3:], "unsigned short" if fmt.exponent + fmt.mantissa == 15 else "unsigned char"
+    args = f"{fmt.exponent}, {fmt.mantissa}, {fmt.bias}, {fmt.kind}"
+    return (f"struct {ctype} {{ {storage} bits; }};\n"
+            f"__device__ __forceinline__ float tm_{name}_to_float({ctype} h) {{\n"
+            f"  return tm_narrow_to_float(h.bits, {args});\n}}\n"
+            f"__device__ __forceinline__ {ctype} tm_float_to_{name}(float f) {{\n"
+            f"  {ctype} h;\n  h.bits = ({storage})tm_float_to_narrow(f, {args});\n  return h;\n}}\n")
+
+
+def prelude(source: str) -> str:
+    """The type definitions and conversions that `source` uses (``tm_half``, ``tm_bf16``,
+    ``tm_f8e4m3fn``, ...), in one block; empty if none."""
+    def uses(ctype: str) -> bool:  # the type, or only its conversion (a fused kernel rounds through it)
+        return re.search(rf"\btm_(?:float_to_)?{ctype[3:]}(?![a-z0-9])", source) is not None
+
+    parts = [HALF_PRELUDE] if uses("tm_half") else []
+    used = [c for c in NARROW_FORMATS if uses(c)]
+    if used:
+        parts.append(NARROW_PRELUDE + "".join(_narrow_struct(c, NARROW_FORMATS[c]) for c in used))
+    return "".join(parts)
+
+
 def c_type(type: Attribute) -> str:
     """The C type of an IR element type (or ``index``)."""
     if isinstance(type, IndexType):
@@ -83,10 +177,13 @@ def c_type(type: Attribute) -> str:
 
 
 def float_literal(value: float, type: Attribute = Float32Type()) -> str:
-    """A float constant of IR type `type` (``f32``, ``f64`` or ``f16``) as C text."""
-    if isinstance(type, Float16Type):
-        bits = int(np.array(value, np.float16).view(np.uint16))
-        return f"tm_half{{0x{bits:04x}}}"
+    """A float constant of IR type `type` (``f32``, ``f64``, or a narrow float: ``f16``,
+    ``bf16``, ``f8E4M3FN``, ..., as its bits) as C text."""
+    if dtypes.is_narrow_float(type):
+        dtype = dtypes.of_ir(type)
+        with np.errstate(over="ignore", invalid="ignore"):
+            bits = int(np.array(value, dtype.numpy).view(f"u{dtype.numpy.itemsize}"))
+        return f"{dtype.c}{{0x{bits:0{2 * dtype.numpy.itemsize}x}}}"
     if math.isnan(value) or math.isinf(value):
         bits = struct.unpack("<I", struct.pack("<f", value))[0]
         text = f"__int_as_float(0x{bits:08x})"
@@ -107,13 +204,16 @@ def int_literal(value: int, ctype: str) -> str:
 
 
 def float_conversion(source: Attribute, target: Attribute, operand: str) -> str:
-    """``arith.extf``/``arith.truncf`` of `operand` between ``f16``, ``f32`` and ``f64``."""
-    if isinstance(source, Float16Type):
-        widened = f"tm_half_to_float({operand})"
-        return widened if isinstance(target, Float32Type) else f"((double){widened})"
-    if isinstance(target, Float16Type):
+    """``arith.extf``/``arith.truncf`` of `operand` between ``f32``, ``f64`` and the narrow
+    floats (``f16``, ``bf16``, float8: through ``float``)."""
+    if dtypes.is_narrow_float(source):
+        operand = f"tm_{c_type(source)[3:]}_to_float({operand})"
+        source = Float32Type()
+    if dtypes.is_narrow_float(target):
         narrowed = operand if isinstance(source, Float32Type) else f"(float){operand}"
-        return f"tm_float_to_half({narrowed})"
+        return f"tm_float_to_{c_type(target)[3:]}({narrowed})"
+    if source == target:
+        return operand
     return f"(({c_type(target)}){operand})"
 
 

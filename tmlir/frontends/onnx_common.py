@@ -1,5 +1,5 @@
 """What the ONNX frontend's modules share: its error type, one-line messages, the tensor
-types of ONNX values, SSA name hints and ONNX's ``auto_pad``."""
+types of ONNX values, SSA name hints, ONNX's ``auto_pad`` and the pools' windows."""
 
 from __future__ import annotations
 
@@ -116,3 +116,26 @@ def auto_pads(auto_pad: str, input_spatial: Sequence[int], kernel: Sequence[int]
         begins.append(small if auto_pad == "SAME_UPPER" else large)
         ends.append(large if auto_pad == "SAME_UPPER" else small)
     return (*begins, *ends)
+
+
+def pool_window(label: str, attrs: dict[str, object], shape: Sequence[int]
+                ) -> tuple[list[int], list[int], tuple[int, ...], list[int], bool]:
+    """A pool's window from its attributes (``POOL_ATTRIBUTES``) for an input of `shape`
+    ``(N, C, D1, ...)``: kernel, strides, explicit pads (begins, then ends), dilations and
+    ``ceil_mode``; a FrontendError naming `label` for a missing kernel or a wrong length."""
+    k = len(shape) - 2
+    if "kernel_shape" not in attrs:
+        raise FrontendError(f"{label}: attribute 'kernel_shape' is required")
+
+    def per_dim(name: str, size: int, default: int) -> list[int]:
+        values = list(attrs.get(name) or [default] * size)  # type: ignore[call-overload]
+        if len(values) != size:
+            spatial = size // 2 if name == "pads" else size
+            raise FrontendError(f"{label}: attribute '{name}' has {len(values)} values, "
+                                f"expected {size} (the input has {spatial} spatial dims)")
+        return values
+
+    kernel, strides = per_dim("kernel_shape", k, 1), per_dim("strides", k, 1)
+    dilations, auto_pad = per_dim("dilations", k, 1), str(attrs.get("auto_pad", "NOTSET"))
+    pads = auto_pads(auto_pad, shape[2:], kernel, strides, dilations, per_dim("pads", 2 * k, 0))
+    return kernel, strides, pads, dilations, attrs.get("ceil_mode", 0) == 1 and auto_pad == "NOTSET"

@@ -7,8 +7,9 @@ implied by the result type. What each op imports to:
 
 - ``Reshape`` (``allowzero``), ``Flatten``, ``Squeeze``, ``Unsqueeze`` (axes an attribute
   before opset 13, an input since): ``graph.reshape`` to the inferred shape.
-- ``Identity`` and ``Dropout`` (inference: ``training_mode`` absent or a
-  constant false): the input itself, no op; Dropout's ``mask`` is a constant all-true.
+- ``Identity`` and ``Dropout`` (inference: ``training_mode`` absent or a constant false;
+  or training with a constant ``ratio`` of exactly 0): the input itself, no op; Dropout's
+  ``mask`` is a constant all-true. Training with another ratio (a random mask) is rejected.
 - ``Transpose`` (``perm``, default reversed), ``Concat``, ``Expand``, ``Tile``:
   ``graph.transpose`` / ``graph.concat`` / ``graph.expand`` / ``graph.tile``.
 - ``Split`` (sizes from the ``split`` attribute before opset 13, the input since, or equal
@@ -21,10 +22,12 @@ implied by the result type. What each op imports to:
   since 18; modes constant, reflect, edge, wrap): ``graph.pad``.
 - ``DepthToSpace`` and ``SpaceToDepth`` (``blocksize``, ``mode`` DCR or CRD) of 4-D
   tensors: ``graph.depth_to_space`` / ``graph.space_to_depth``.
-- ``Resize`` (opset 11 on; ``nearest`` and ``linear`` modes, every coordinate
-  transformation but ``tf_crop_and_resize``, constant ``scales`` or ``sizes``, ``axes``
-  and ``keep_aspect_ratio_policy``; no antialiasing): ``graph.resize`` with one f32 scale
-  per dim, computed as onnxruntime does (``sizes / input sizes`` when sizes are given).
+- ``Resize`` (opset 11 on; ``nearest``, ``linear`` and ``cubic`` modes with
+  ``cubic_coeff_a``, ``exclude_outside`` and ``antialias``, every coordinate
+  transformation, ``tf_crop_and_resize`` with a constant ``roi`` and
+  ``extrapolation_value``, constant ``scales`` or ``sizes``, ``axes`` and
+  ``keep_aspect_ratio_policy``): ``graph.resize`` with one f32 scale per dim, computed as
+  onnxruntime does (``sizes / input sizes`` when sizes are given), and a roi per dim.
 """
 
 from __future__ import annotations
@@ -129,13 +132,18 @@ def broadcast(ctx: ImportContext, node: NodeProto) -> None:
          input_names=("data", "ratio", "training_mode"), outputs=2)
 def dropout(ctx: ImportContext, node: NodeProto) -> None:
     """Inference: the input itself, whatever the ratio (``is_test`` before opset 7 is
-    ignored, as inference runtimes do). ``training_mode`` a constant true is not
-    supported."""
+    ignored, as inference runtimes do). Training mode (``training_mode`` a constant true)
+    with a ratio of exactly 0 keeps every element, so it is the same; with any other ratio
+    the mask is random and is rejected."""
     ctx.attributes(node)
     names = ctx.input_names(node, 1, optional=2)
-    training = ctx.constant_input(node, 2) if len(names) > 2 else None
+    training = ctx.constant_input(node, 2) if names[2] else None
     if training is not None and bool(np.asarray(training).reshape(-1)[0]):
-        raise FrontendError(f"{ctx.label}: training mode is not supported (inference only)")
+        given = ctx.constant_input(node, 1) if names[1] else None
+        ratio = float(np.asarray(given).reshape(-1)[0]) if given is not None else 0.5
+        if ratio != 0.0:
+            raise FrontendError(f"{ctx.label}: training mode with ratio {ratio:g} is not supported: "
+                                "its mask is random, so no reference can match it (only ratio 0)")
     x = ctx.value(names[0])
     ctx.alias(node.output[0], x)
     if len(node.output) > 1 and node.output[1]:  # the mask: every element kept
@@ -319,12 +327,16 @@ def pad(ctx: ImportContext, node: NodeProto) -> None:
     "mode": Attr(STRING, graph.RESIZE_MODES),
     "coordinate_transformation_mode": Attr(STRING, graph.COORDINATE_TRANSFORMATION_MODES),
     "nearest_mode": Attr(STRING, graph.NEAREST_MODES), "cubic_coeff_a": FLOAT,
-    "exclude_outside": INT, "extrapolation_value": FLOAT, "antialias": Attr(INT, (0,)),
+    "exclude_outside": Attr(INT, (0, 1)), "extrapolation_value": FLOAT, "antialias": Attr(INT, (0, 1)),
     "axes": INTS,
     "keep_aspect_ratio_policy": Attr(STRING, ("stretch", "not_larger", "not_smaller")),
 }, inputs=(F32, F32, F32, INTEGERS), constant_inputs=(1, 2, 3),
    input_names=("X", "roi", "scales", "sizes"))
 def resize(ctx: ImportContext, node: NodeProto) -> None:
+    """``roi`` is read (a constant) with ``tf_crop_and_resize`` only: a start per resized
+    axis, then an end per resized axis; the other dims keep ``[0, 1]``. ``antialias`` and
+    ``exclude_outside`` apply to the linear and cubic modes and are ignored in nearest mode,
+    as ONNX's reference does (onnxruntime rejects antialias there)."""
     attrs = ctx.attributes(node)
     if ctx.opset < 11:
         raise FrontendError(f"{ctx.label}: Resize before opset 11 (here {ctx.opset}) is "
@@ -357,10 +369,25 @@ def resize(ctx: ImportContext, node: NodeProto) -> None:
             raise FrontendError(f"{ctx.label}: scale {scale} of axis {d} must be positive")
         full[d] = scale
     mode = str(attrs.get("mode", "nearest"))
-    op = graph.ResizeOp(x, ctx.result_type(node), full, mode,
-                        str(attrs.get("coordinate_transformation_mode", "half_pixel")),
+    ctm = str(attrs.get("coordinate_transformation_mode", "half_pixel"))
+    roi: list[float] | None = None
+    if ctm == "tf_crop_and_resize":
+        given_roi = ctx.constant_input(node, 1)
+        if given_roi is None or given_roi.size != 2 * len(axes):
+            raise FrontendError(f"{ctx.label}: tf_crop_and_resize expects a constant 'roi' of "
+                                f"{2 * len(axes)} values (starts, then ends, of the resized axes), got "
+                                f"{'none' if given_roi is None else given_roi.size}")
+        values = [float(v) for v in given_roi.reshape(-1)]
+        roi = [0.0] * len(shape) + [1.0] * len(shape)
+        for k, d in enumerate(axes):
+            roi[d], roi[len(shape) + d] = values[k], values[len(axes) + k]
+    op = graph.ResizeOp(x, ctx.result_type(node), full, mode, ctm,
                         str(attrs.get("nearest_mode", "round_prefer_floor"))
-                        if mode == "nearest" else None)
+                        if mode == "nearest" else None,
+                        cubic_coeff_a=float(attrs.get("cubic_coeff_a", graph.DEFAULT_CUBIC_COEFF_A)),  # type: ignore[arg-type]
+                        exclude_outside=bool(attrs.get("exclude_outside", 0)),
+                        antialias=bool(attrs.get("antialias", 0)), roi=roi,
+                        extrapolation_value=float(attrs.get("extrapolation_value", 0.0)))  # type: ignore[arg-type]
     ctx.define(node.output[0], op)
 
 

@@ -1,7 +1,10 @@
 """The ONNX frontend's elementwise ops.
 
-- ``Add``, ``Sub``, ``Mul``, ``Div``, ``Pow``: ``graph.add``, ... with broadcasting; an
-  integer exponent of ``Pow`` is cast to the base's float type first, as ONNX's Pow computes.
+- ``Add``, ``Sub``, ``Mul``, ``Div``: ``graph.add``, ... with broadcasting.
+- ``Pow``: ``graph.pow``; an integer exponent is cast to the base's float type first. An
+  integer base (int32, int64) and the exponent are cast to float64 and the power is cast
+  back, truncated toward zero: onnxruntime's ``static_cast<T>(std::pow(x, y))``, exact
+  wherever the power fits the type.
 - ``Max``, ``Min``, ``Sum``, ``Mean`` of one or more inputs: ``graph.max``, ...; of one
   input, that input.
 - The unary ops (``Relu``, ``Gelu``, ...): the graph op of the same name, whose properties
@@ -10,7 +13,10 @@
   or ``graph.shift_right``; ``BitwiseAnd``, ``BitwiseOr``, ``BitwiseXor``, ``BitwiseNot``:
   ``graph.bitwise_and``, ...; ``PRelu``: ``graph.prelu`` (the slope broadcasts to X).
 - ``Clip``: ``graph.clip`` with the constant bounds (attributes before opset 11, inputs
-  since); a bound computed at run time becomes a ``graph.max`` / ``graph.min``.
+  since); a bound computed at run time becomes a ``graph.max`` / ``graph.min``, and so does
+  every bound of a float64 or integer tensor (exact, where an f32 property would round it).
+
+Float ops take float64 too (`F64`), computed in double.
 
 Adding an elementwise op is one line here (`_binary`, `_variadic` or `_unary`), besides
 its graph op and its element function.
@@ -21,6 +27,7 @@ from __future__ import annotations
 import math
 
 from onnx import NodeProto
+from xdsl.dialects.builtin import Float32Type, Float64Type, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tmlir import dtypes
@@ -28,7 +35,7 @@ from tmlir.dialects import graph
 from tmlir.dtypes import ALL_INTEGERS
 from tmlir.frontends.onnx_common import FrontendError
 from tmlir.frontends.onnx_context import ImportContext
-from tmlir.frontends.onnx_ops import F32, FLOAT, INT, NUMERIC, STRING, Attr, onnx_op
+from tmlir.frontends.onnx_ops import F64, FLOAT, INT, INTEGERS, NUMERIC, STRING, Attr, onnx_op
 
 
 def _binary(op_type: str, graph_op: type[graph.BinaryElementwiseOp],
@@ -36,9 +43,6 @@ def _binary(op_type: str, graph_op: type[graph.BinaryElementwiseOp],
     @onnx_op(op_type, inputs=inputs)
     def binary(ctx: ImportContext, node: NodeProto) -> None:
         lhs, rhs = ctx.inputs(node, 2)
-        if op_type == "Pow" and rhs.type.get_element_type() != lhs.type.get_element_type():
-            # an integer exponent: computed in float, as ONNX's Pow does
-            rhs = ctx.append(graph.CastOp(rhs, lhs.type.get_element_type()), f"{node.input[1]}_f")
         ctx.same_dtype(lhs, rhs)
         ctx.define(node.output[0], graph_op(lhs, rhs, ctx.result_type(node)))
 
@@ -55,7 +59,7 @@ def _variadic(op_type: str, graph_op: type[graph.VariadicElementwiseOp],
 
 
 def _unary(op_type: str, graph_op: type[graph.UnaryElementwiseOp],
-           inputs: tuple[tuple, ...] = (F32,), **attributes: Attr) -> None:
+           inputs: tuple[tuple, ...] = (F64,), **attributes: Attr) -> None:
     """Attributes with their ONNX defaults, which become the graph op's properties."""
 
     @onnx_op(op_type, attributes=attributes, inputs=inputs)
@@ -72,11 +76,10 @@ _binary("Add", graph.AddOp)
 _binary("Sub", graph.SubOp)
 _binary("Mul", graph.MulOp)
 _binary("Div", graph.DivOp)
-_binary("Pow", graph.PowOp, inputs=(F32, NUMERIC))
 _variadic("Max", graph.MaxOp)
 _variadic("Min", graph.MinOp)
 _variadic("Sum", graph.SumOp)
-_variadic("Mean", graph.MeanOp, inputs=(F32,))
+_variadic("Mean", graph.MeanOp, inputs=(F64,))
 _unary("Relu", graph.ReluOp)
 _unary("Sigmoid", graph.SigmoidOp)
 _unary("Tanh", graph.TanhOp)
@@ -98,7 +101,7 @@ _unary("Selu", graph.SeluOp, alpha=Attr(FLOAT, default=1.67326319217681884765625
        gamma=Attr(FLOAT, default=1.05070102214813232421875))
 _unary("Gelu", graph.GeluOp,
        approximate=Attr(STRING, choices=graph.GELU_APPROXIMATIONS, default="none"))
-_unary("Sign", graph.SignOp, inputs=((*F32, *ALL_INTEGERS),))
+_unary("Sign", graph.SignOp, inputs=((*F64, *ALL_INTEGERS),))
 _unary("Floor", graph.FloorOp)
 _unary("Ceil", graph.CeilOp)
 _unary("Round", graph.RoundOp)
@@ -122,7 +125,7 @@ _binary("BitwiseOr", graph.BitwiseOrOp, inputs=(ALL_INTEGERS,))
 _binary("BitwiseXor", graph.BitwiseXorOp, inputs=(ALL_INTEGERS,))
 
 
-@onnx_op("Celu", attributes={"alpha": Attr(FLOAT, default=1.0)})
+@onnx_op("Celu", attributes={"alpha": Attr(FLOAT, default=1.0)}, inputs=(F64,))
 def celu(ctx: ImportContext, node: NodeProto) -> None:
     alpha = float(ctx.attributes(node).get("alpha", 1.0))  # type: ignore[arg-type]
     if alpha == 0:
@@ -156,7 +159,7 @@ def bit_shift(ctx: ImportContext, node: NodeProto) -> None:
     ctx.define(node.output[0], op_type(lhs, rhs, ctx.result_type(node)))
 
 
-@onnx_op("PRelu", inputs=((*F32, *ALL_INTEGERS),))
+@onnx_op("PRelu", inputs=((*F64, *ALL_INTEGERS),))
 def prelu(ctx: ImportContext, node: NodeProto) -> None:
     """``graph.prelu``; the slope must broadcast to the shape of X (unidirectionally)."""
     x, slope = ctx.inputs(node, 2)
@@ -169,21 +172,48 @@ def prelu(ctx: ImportContext, node: NodeProto) -> None:
     ctx.define(node.output[0], graph.PReluOp(x, slope, x.type))
 
 
-@onnx_op("Clip", attributes={"min": FLOAT, "max": FLOAT})  # before opset 11; then inputs
+@onnx_op("Pow", inputs=((*F64, *INTEGERS), NUMERIC))
+def power(ctx: ImportContext, node: NodeProto) -> None:
+    """``graph.pow`` in the base's float type; of an integer base, in float64 and cast back
+    (truncated toward zero, as onnxruntime's ``static_cast<T>(std::pow(x, y))``)."""
+    base, exponent = ctx.inputs(node, 2)
+    element = base.type.get_element_type()
+    computed = element if dtypes.is_float(element) else Float64Type()
+    if computed != element:
+        base = ctx.append(graph.CastOp(base, computed), f"{node.input[0]}_f")
+    if exponent.type.get_element_type() != computed:
+        exponent = ctx.append(graph.CastOp(exponent, computed), f"{node.input[1]}_f")
+    result_type = ctx.result_type(node)
+    if computed == element:
+        ctx.define(node.output[0], graph.PowOp(base, exponent, result_type))
+        return
+    power_type = TensorType(computed, result_type.get_shape())
+    power = ctx.append(graph.PowOp(base, exponent, power_type), f"{node.output[0]}_f")
+    ctx.define(node.output[0], graph.CastOp(power, element))
+
+
+@onnx_op("Clip", attributes={"min": FLOAT, "max": FLOAT},  # before opset 11; then inputs
+         inputs=((*F64, *ALL_INTEGERS),))
 def clip(ctx: ImportContext, node: NodeProto) -> None:
     """``graph.clip`` with the constant bounds; a bound computed at run time (a graph
-    input, say) becomes a ``graph.max`` / ``graph.min`` with it instead."""
+    input, say), or any bound of a float64 or integer tensor, becomes a ``graph.max`` /
+    ``graph.min`` with it instead."""
     attrs = ctx.attributes(node)
     if ctx.opset >= 11 and attrs:
         raise FrontendError(f"{ctx.label}: attribute '{next(iter(attrs))}' is not allowed "
                             "since opset 11, where the bounds are inputs")
     if ctx.opset < 11:
         (x,) = ctx.inputs(node, 1)
+        if not dtypes.is_float(x.type.get_element_type()):
+            raise FrontendError(f"{ctx.label}: integer inputs need opset 11 or later")
         bounds: list[float | SSAValue | None] = [attrs.get("min"), attrs.get("max")]
     else:
         name, *bound_names = ctx.input_names(node, 1, optional=2)
         x = ctx.value(name)
         bounds = [_clip_bound(ctx, b, x, what) for b, what in zip(bound_names, ("min", "max"))]
+        for bound in bounds:
+            if isinstance(bound, SSAValue):
+                ctx.same_dtype(x, bound, "the input and its bounds")
     lower, upper = bounds
     constant = {k: v for k, v in (("min", lower), ("max", upper)) if isinstance(v, float)}
     # max(x, run-time lower), clip to the constant bounds, min(., run-time upper): the
@@ -206,7 +236,10 @@ def _clip_bound(ctx: ImportContext, name: str, x: SSAValue, what: str) -> float 
     or a computed value); None if absent."""
     if not name:
         return None
-    array = ctx.initializer_array(name) if ctx.is_constant(name) else None
+    # a constant bound of data computed in f32 is an f32 property; of f64 or integers, a tensor
+    element = x.type.get_element_type()
+    as_property = isinstance(element, Float32Type) or dtypes.is_narrow_float(element)
+    array = ctx.initializer_array(name) if as_property and ctx.is_constant(name) else None
     value = ctx.value(name) if array is None else None
     shape = array.shape if array is not None else tuple(value.type.get_shape())
     if math.prod(shape) != 1 or len(shape) > len(x.type.get_shape()):

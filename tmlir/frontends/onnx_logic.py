@@ -5,9 +5,13 @@ the run-time ``GatherElements`` and ``GatherND``.
   ``graph.less``, ... (an ``i1`` result); ``And``, ``Or``, ``Xor``, ``Not``: ``graph.and``,
   ``graph.or``, ``graph.xor``, ``graph.not``.
 - ``Where``: ``graph.where``; ``IsNaN``: ``graph.is_nan``; ``Cast`` (``to`` any dtype of
-  ``tmlir/dtypes.py``; ``saturate`` only matters for float8, which is not supported) and
-  ``CastLike`` (to the dtype of its second input, whose values are not read):
-  ``graph.cast``, or the input itself when it already has that type.
+  ``tmlir/dtypes.py``) and ``CastLike`` (to the dtype of its second input, whose values
+  are not read): ``graph.cast``, or the input itself when it already has that type. To a
+  float8 type with ``saturate = 1`` (the default; opset 19+), the input is first clipped
+  to the type's largest finite value (``graph.clip``, on its float widened to ``f32``
+  unless it is f16, bf16, f32 or f64), as onnx's reference (``numpy.clip``, then
+  ``astype``): NaN stays NaN, infinities become the largest value; ``saturate = 0``
+  rounds out-of-range values to infinity, or to NaN for the types without one.
 - ``IsInf``: ``graph.is_inf``, with ``detect_negative = false`` or ``detect_positive = false``
   where the node says so.
 - ``GatherElements``: ``graph.take_along_axis``; ``GatherND``: ``graph.gather_nd``.
@@ -87,7 +91,7 @@ def where(ctx: ImportContext, node: NodeProto) -> None:
     ctx.define(node.output[0], graph.WhereOp(condition, lhs, rhs, ctx.result_type(node)))
 
 
-@onnx_op("Cast", attributes={"to": INT, "saturate": INT}, inputs=(ANY,))
+@onnx_op("Cast", attributes={"to": INT, "saturate": Attr(INT, (0, 1), 1)}, inputs=(ANY,))
 def cast(ctx: ImportContext, node: NodeProto) -> None:
     attrs = ctx.attributes(node)
     if "to" not in attrs:
@@ -98,19 +102,30 @@ def cast(ctx: ImportContext, node: NodeProto) -> None:
     if target is None:
         raise FrontendError(f"{ctx.label}: cannot cast to {dtypes.onnx_name(code)} "
                             f"(supported: {dtypes.SUPPORTED_NAMES})")
-    _cast_to(ctx, node, x, target)
+    _cast_to(ctx, node, x, target, bool(attrs.get("saturate", 1)))
 
 
-def _cast_to(ctx: ImportContext, node: NodeProto, x: SSAValue, target: dtypes.DType) -> None:
-    if x.type.get_element_type() == target.ir:  # type: ignore[attr-defined]
+#: The types a saturating cast clips in (others are widened to f32 first).
+_CLIPPED = (dtypes.FLOAT32, dtypes.FLOAT16, dtypes.BFLOAT16, dtypes.FLOAT64)
+
+
+def _cast_to(ctx: ImportContext, node: NodeProto, x: SSAValue, target: dtypes.DType,
+             saturate: bool) -> None:
+    source = dtypes.of_ir(x.type.get_element_type())  # type: ignore[attr-defined]
+    if source == target:
         ctx.alias(node.output[0], x)
         return
+    if saturate and target in dtypes.FLOAT8S and not source.is_bool:
+        if source not in _CLIPPED:  # exact: every integer up to the largest float8 is an f32
+            x = ctx.append(graph.CastOp(x, dtypes.FLOAT32.ir), f"{node.output[0]}_wide")
+        limit = target.max_finite
+        x = ctx.append(graph.ClipOp(x, min=-limit, max=limit), f"{node.output[0]}_saturated")
     ctx.define(node.output[0], graph.CastOp(x, target.ir))
 
 
-@onnx_op("CastLike", attributes={"saturate": INT}, inputs=(ANY, ANY))
+@onnx_op("CastLike", attributes={"saturate": Attr(INT, (0, 1), 1)}, inputs=(ANY, ANY))
 def cast_like(ctx: ImportContext, node: NodeProto) -> None:
-    ctx.attributes(node)
+    attrs = ctx.attributes(node)
     x_name, like_name = ctx.input_names(node, 2)
     x = ctx.value(x_name)
     if ctx.is_constant(like_name):
@@ -121,7 +136,7 @@ def cast_like(ctx: ImportContext, node: NodeProto) -> None:
     if target is None:
         raise FrontendError(f"{ctx.label}: cannot cast to {dtypes.onnx_name(code)} "
                             f"(supported: {dtypes.SUPPORTED_NAMES})")
-    _cast_to(ctx, node, x, target)
+    _cast_to(ctx, node, x, target, bool(attrs.get("saturate", 1)))
 
 
 @onnx_op("GatherElements", attributes={"axis": INT}, inputs=(ANY, INTEGERS))

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import onnx
 
+from tmlir import dtypes
 from tmlir.frontends.onnx_common import FrontendError, one_line, type_kind
 
 
@@ -93,8 +94,8 @@ def fix_values(proto: onnx.ModelProto, values: Mapping[str, np.ndarray]) -> None
     declared = {v.name: v.type.tensor_type.elem_type for v in proto.graph.input}
     for name, value in values.items():
         array = np.asarray(value)
-        code = onnx.helper.np_dtype_to_tensor_dtype(array.dtype) if array.dtype.kind in "biuf" else None
-        if code != declared[name]:
+        known = dtypes.from_numpy(array.dtype)
+        if known is None or known.onnx != declared[name]:
             raise FrontendError(f"input '{name}': value of dtype {array.dtype}, but the model "
                                 f"declares {onnx.TensorProto.DataType.Name(declared[name])}")
         proto.graph.initializer.append(onnx.numpy_helper.from_array(np.array(array, order="C"), name))

@@ -37,13 +37,11 @@ from xdsl.ir import Operation, SSAValue
 
 from tmlir import dtypes
 from tmlir.dialects import graph
-from tmlir.frontends.onnx_common import FrontendError, auto_pads
+from tmlir.frontends.onnx_common import FrontendError, pool_window
 from tmlir.frontends.onnx_context import ImportContext
-from tmlir.frontends.onnx_ops import FLOAT, INT, INTS, STRING, Attr, onnx_op
+from tmlir.frontends.onnx_ops import FLOAT, INT, INTS, POOL_ATTRIBUTES, Attr, onnx_op
 
-_POOL_ATTRIBUTES = {"auto_pad": Attr(STRING, ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")),
-                    "ceil_mode": Attr(INT, (0, 1)), "dilations": INTS, "kernel_shape": INTS,
-                    "pads": INTS, "strides": INTS, "p": INT}
+_LP_POOL_ATTRIBUTES = {**POOL_ATTRIBUTES, "p": INT}
 
 
 def _shape(value: SSAValue) -> tuple[int, ...]:
@@ -214,33 +212,13 @@ def _exponent(ctx: ImportContext, node: NodeProto) -> int:
     return p
 
 
-@onnx_op("LpPool", attributes=_POOL_ATTRIBUTES)
+@onnx_op("LpPool", attributes=_LP_POOL_ATTRIBUTES)
 def lp_pool(ctx: ImportContext, node: NodeProto) -> None:
     attrs = ctx.attributes(node)
     (x,) = ctx.inputs(node, 1)
-    shape = _spatial_input(ctx, x)
-    k = len(shape) - 2
-    if "kernel_shape" not in attrs:
-        raise FrontendError(f"{ctx.label}: attribute 'kernel_shape' is required")
-    kernel = _per_dim(ctx, attrs, "kernel_shape", k, 1)
-    strides = _per_dim(ctx, attrs, "strides", k, 1)
-    dilations = _per_dim(ctx, attrs, "dilations", k, 1)
-    pads = _per_dim(ctx, attrs, "pads", 2 * k, 0)
-    auto_pad = attrs.get("auto_pad", "NOTSET")
-    pads = auto_pads(auto_pad, shape[2:], kernel, strides, dilations, pads)
-    ceil_mode = attrs.get("ceil_mode", 0) == 1 and auto_pad == "NOTSET"
+    kernel, strides, pads, dilations, ceil_mode = pool_window(ctx.label, attrs, _spatial_input(ctx, x))
     ctx.define(node.output[0], graph.LpPoolOp(x, ctx.result_type(node), kernel, strides, pads,
                                               dilations, _exponent(ctx, node), ceil_mode))
-
-
-def _per_dim(ctx: ImportContext, attrs: dict[str, object], name: str, size: int,
-             default: int) -> list[int]:
-    values = list(attrs.get(name) or [default] * size)  # type: ignore[call-overload]
-    if len(values) != size:
-        spatial = size // 2 if name == "pads" else size
-        raise FrontendError(f"{ctx.label}: attribute '{name}' has {len(values)} values, "
-                            f"expected {size} (the input has {spatial} spatial dims)")
-    return values
 
 
 @onnx_op("LRN", attributes={"size": INT, "alpha": FLOAT, "beta": FLOAT, "bias": FLOAT})

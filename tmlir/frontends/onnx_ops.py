@@ -46,8 +46,15 @@ INT, INTS, FLOAT = AttributeProto.INT, AttributeProto.INTS, AttributeProto.FLOAT
 FLOATS, STRING, TENSOR = AttributeProto.FLOATS, AttributeProto.STRING, AttributeProto.TENSOR
 GRAPH = AttributeProto.GRAPH
 #: Dtype sets of an input (``inputs=``): any supported dtype; the floats computed in float32
-#: (float16 tensors are read widened to float32 and written rounded: ``tmlir/dtypes.py``).
-ANY, F32 = DTYPES, (FLOAT32, FLOAT16)
+#: (float16 and bfloat16 tensors are read widened to float32 and written rounded:
+#: ``tmlir/dtypes.py``).
+ANY, F32 = DTYPES, (FLOAT32, FLOAT16, dtypes.BFLOAT16)
+#: The floats of ops whose templates compute in the tensor's float type: F32's, and
+#: float64 computed in double.
+F64 = (*F32, dtypes.FLOAT64)
+
+#: The values of a flag attribute.
+FLAG = (0, 1)
 
 #: The modules that declare ops, one per operator family.
 FAMILIES = ("onnx_elementwise", "onnx_matmul", "onnx_constants", "onnx_logic",
@@ -116,6 +123,12 @@ class OnnxOp:
                                 f"{', '.join(map(repr, self.attributes))}")
         return found
 
+
+#: The window attributes every pool takes (MaxPool, AveragePool, LpPool); `pool_window`
+#: (``onnx_common.py``) reads them.
+POOL_ATTRIBUTES = {"auto_pad": Attr(STRING, ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")),
+                   "ceil_mode": Attr(INT, FLAG), "dilations": INTS, "kernel_shape": INTS,
+                   "pads": INTS, "strides": INTS}
 
 _OPS: dict[str, OnnxOp] = {}
 

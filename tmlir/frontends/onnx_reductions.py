@@ -29,15 +29,13 @@ What each op imports to:
   outputs as two more results when either is used.
 - ``MaxPool`` / ``AveragePool``: ``graph.max_pool`` / ``graph.average_pool`` with explicit
   pads (``auto_pad`` resolved; ``ceil_mode`` applies to explicit pads only, as in
-  onnxruntime). ``MaxPool``'s ``Indices`` output and ``storage_order = 1`` are not
-  supported.
+  onnxruntime). ``MaxPool`` whose ``Indices`` output is used: ``graph.max_pool_with_indices``
+  (flattened input indices, the spatial dims column-major with ``storage_order = 1``).
 - ``GlobalAveragePool`` / ``GlobalMaxPool``: ``graph.reduce_mean`` / ``graph.reduce_max``
   over the spatial dims with ``keepdims``.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import numpy as np
 from onnx import NodeProto
@@ -46,15 +44,10 @@ from xdsl.ir import SSAValue
 
 from tmlir import dtypes
 from tmlir.dialects import graph
-from tmlir.dtypes import BOOL, FLOAT32, FLOAT64, INT32, INT64, NUMERIC
-from tmlir.frontends.onnx_common import FrontendError, auto_pads
+from tmlir.dtypes import BOOL, FLOAT32, FLOAT64, INT8, INT32, INT64, NUMERIC, UINT8
+from tmlir.frontends.onnx_common import FrontendError, pool_window
 from tmlir.frontends.onnx_context import ImportContext
-from tmlir.frontends.onnx_ops import F32, FLOAT, INT, INTEGERS, INTS, STRING, Attr, onnx_op
-
-_FLAG = (0, 1)
-_POOL_ATTRIBUTES = {"auto_pad": Attr(STRING, ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")),
-                    "ceil_mode": Attr(INT, _FLAG), "dilations": INTS, "kernel_shape": INTS,
-                    "pads": INTS, "strides": INTS}
+from tmlir.frontends.onnx_ops import F64, FLAG, FLOAT, INT, INTEGERS, INTS, POOL_ATTRIBUTES, Attr, onnx_op
 
 
 def _shape(value: SSAValue) -> tuple[int, ...]:
@@ -62,8 +55,8 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
     return tuple(value.type.get_shape())
 
 
-@onnx_op("Softmax", attributes={"axis": INT})
-@onnx_op("LogSoftmax", attributes={"axis": INT})
+@onnx_op("Softmax", attributes={"axis": INT}, inputs=(F64,))
+@onnx_op("LogSoftmax", attributes={"axis": INT}, inputs=(F64,))
 def softmax(ctx: ImportContext, node: NodeProto) -> None:
     (x,) = ctx.inputs(node, 1)
     rank = len(_shape(x))
@@ -75,13 +68,13 @@ def softmax(ctx: ImportContext, node: NodeProto) -> None:
 
 
 def _reduction(op_type: str, graph_op: type[graph.ReduceOp], axes_input_since: int,
-               empty: float, data: tuple[dtypes.DType, ...] = F32) -> None:
+               empty: float, data: tuple[dtypes.DType, ...] = F64) -> None:
     """A reduction of `data` whose axes are an input from opset `axes_input_since`, and
     whose value over an empty set (ONNX's ``reduce_*_empty_set`` tests) is `empty` (for
     bools, ``empty > 0``: false for the max, true for the min)."""
 
-    @onnx_op(op_type, attributes={"axes": INTS, "keepdims": Attr(INT, _FLAG),
-                                  "noop_with_empty_axes": Attr(INT, _FLAG)},
+    @onnx_op(op_type, attributes={"axes": INTS, "keepdims": Attr(INT, FLAG),
+                                  "noop_with_empty_axes": Attr(INT, FLAG)},
              inputs=(data, INTEGERS), constant_inputs=(1,), input_names=("data", "axes"))
     def reduce(ctx: ImportContext, node: NodeProto) -> None:
         attrs = ctx.attributes(node)
@@ -115,8 +108,8 @@ def _reduction(op_type: str, graph_op: type[graph.ReduceOp], axes_input_since: i
 
 _reduction("ReduceSum", graph.ReduceSumOp, 13, 0.0)
 _reduction("ReduceMean", graph.ReduceMeanOp, 18, float("nan"))
-_reduction("ReduceMax", graph.ReduceMaxOp, 18, -np.inf, (*F32, BOOL))
-_reduction("ReduceMin", graph.ReduceMinOp, 18, np.inf, (*F32, BOOL))
+_reduction("ReduceMax", graph.ReduceMaxOp, 18, -np.inf, (*F64, BOOL))
+_reduction("ReduceMin", graph.ReduceMinOp, 18, np.inf, (*F64, BOOL))
 _reduction("ReduceProd", graph.ReduceProdOp, 18, 1.0)
 _reduction("ReduceL1", graph.ReduceL1Op, 18, 0.0)
 _reduction("ReduceL2", graph.ReduceL2Op, 18, 0.0)
@@ -131,10 +124,10 @@ def _no_zero_size(ctx: ImportContext, x: SSAValue) -> None:
                             f"{list(_shape(x))})")
 
 
-@onnx_op("ArgMax", attributes={"axis": INT, "keepdims": Attr(INT, _FLAG),
-                               "select_last_index": Attr(INT, _FLAG)}, inputs=((FLOAT32,),))
-@onnx_op("ArgMin", attributes={"axis": INT, "keepdims": Attr(INT, _FLAG),
-                               "select_last_index": Attr(INT, _FLAG)}, inputs=((FLOAT32,),))
+@onnx_op("ArgMax", attributes={"axis": INT, "keepdims": Attr(INT, FLAG),
+                               "select_last_index": Attr(INT, FLAG)}, inputs=((FLOAT32,),))
+@onnx_op("ArgMin", attributes={"axis": INT, "keepdims": Attr(INT, FLAG),
+                               "select_last_index": Attr(INT, FLAG)}, inputs=((FLOAT32,),))
 def arg_reduce(ctx: ImportContext, node: NodeProto) -> None:
     attrs = ctx.attributes(node)
     (x,) = ctx.inputs(node, 1)
@@ -169,7 +162,7 @@ def _constant_scalar(ctx: ImportContext, node: NodeProto, position: int, what: s
     return values[0]
 
 
-@onnx_op("CumSum", attributes={"exclusive": Attr(INT, _FLAG), "reverse": Attr(INT, _FLAG)},
+@onnx_op("CumSum", attributes={"exclusive": Attr(INT, FLAG), "reverse": Attr(INT, FLAG)},
          inputs=((FLOAT32, FLOAT64, INT32, INT64), INTEGERS), constant_inputs=(1,),
          input_names=("x", "axis"))
 def cumsum(ctx: ImportContext, node: NodeProto) -> None:
@@ -184,8 +177,8 @@ def cumsum(ctx: ImportContext, node: NodeProto) -> None:
                                               attrs.get("reverse", 0) == 1))
 
 
-@onnx_op("TopK", attributes={"axis": INT, "k": INT, "largest": Attr(INT, _FLAG),
-                             "sorted": Attr(INT, _FLAG)},
+@onnx_op("TopK", attributes={"axis": INT, "k": INT, "largest": Attr(INT, FLAG),
+                             "sorted": Attr(INT, FLAG)},
          inputs=(NUMERIC, INTEGERS), constant_inputs=(1,), input_names=("X", "K"),
          outputs=2)
 def top_k(ctx: ImportContext, node: NodeProto) -> None:
@@ -216,8 +209,8 @@ def top_k(ctx: ImportContext, node: NodeProto) -> None:
         ctx.name_result(node.output[1], op.indices)
 
 
-@onnx_op("GlobalAveragePool")
-@onnx_op("GlobalMaxPool")
+@onnx_op("GlobalAveragePool", inputs=(F64,))
+@onnx_op("GlobalMaxPool", inputs=(F64,))
 def global_pool(ctx: ImportContext, node: NodeProto) -> None:
     (x,) = ctx.inputs(node, 1)
     rank = len(_shape(x))
@@ -243,26 +236,26 @@ def layer_norm(ctx: ImportContext, node: NodeProto) -> None:
             ctx.name_result(name, result)
 
 
-@onnx_op("MaxPool", attributes={**_POOL_ATTRIBUTES, "storage_order": Attr(INT, (0,))},
-         unused_outputs=True)
-@onnx_op("AveragePool", attributes={**_POOL_ATTRIBUTES, "count_include_pad": Attr(INT, _FLAG)})
+@onnx_op("MaxPool", attributes={**POOL_ATTRIBUTES, "storage_order": Attr(INT, FLAG)},
+         outputs=2, inputs=((*F64, INT8, UINT8),))
+@onnx_op("AveragePool", attributes={**POOL_ATTRIBUTES, "count_include_pad": Attr(INT, FLAG)},
+         inputs=(F64,))
 def pool(ctx: ImportContext, node: NodeProto) -> None:
     attrs = ctx.attributes(node)
-    (x,) = ctx.inputs(node, 1)  # MaxPool's Indices: accepted if unused (unused_outputs)
+    (x,) = ctx.inputs(node, 1)
     shape = _shape(x)
     k = len(shape) - 2
     if k < 1:
         raise FrontendError(f"{ctx.label}: input must be (N, C, D1, ...), got shape "
                             f"{list(shape)}")
-    if "kernel_shape" not in attrs:
-        raise FrontendError(f"{ctx.label}: attribute 'kernel_shape' is required")
-    kernel = _per_dim(ctx, attrs, "kernel_shape", k, 1)
-    strides = _per_dim(ctx, attrs, "strides", k, 1)
-    dilations = _per_dim(ctx, attrs, "dilations", k, 1)
-    pads = _per_dim(ctx, attrs, "pads", 2 * k, 0)
-    auto_pad = attrs.get("auto_pad", "NOTSET")
-    pads = auto_pads(auto_pad, shape[2:], kernel, strides, dilations, pads)
-    ceil_mode = attrs.get("ceil_mode", 0) == 1 and auto_pad == "NOTSET"
+    kernel, strides, pads, dilations, ceil_mode = pool_window(ctx.label, attrs, shape)
+    if node.op_type == "MaxPool" and len(node.output) > 1 and ctx.is_used(node.output[1]):
+        op = graph.MaxPoolWithIndicesOp(x, ctx.result_type(node), ctx.result_type_of(node.output[1]),
+                                        kernel, strides, pads, dilations, ceil_mode,
+                                        column_major=attrs.get("storage_order", 0) == 1)
+        ctx.define(node.output[0], op)
+        ctx.name_result(node.output[1], op.indices)  # the Indices (pool_indices.py)
+        return
     if node.op_type == "MaxPool":
         op = graph.MaxPoolOp(x, ctx.result_type(node), kernel, strides, pads, dilations,
                              ceil_mode)
@@ -271,13 +264,3 @@ def pool(ctx: ImportContext, node: NodeProto) -> None:
                                  ceil_mode,
                                  count_include_pad=attrs.get("count_include_pad", 0) == 1)
     ctx.define(node.output[0], op)
-
-
-def _per_dim(ctx: ImportContext, attrs: dict[str, object], name: str, size: int,
-             default: int) -> Sequence[int]:
-    values = list(attrs.get(name) or [default] * size)  # type: ignore[call-overload]
-    if len(values) != size:
-        spatial = size // 2 if name == "pads" else size
-        raise FrontendError(f"{ctx.label}: attribute '{name}' has {len(values)} values, "
-                            f"expected {size} (the input has {spatial} spatial dims)")
-    return values

@@ -5,10 +5,10 @@ ints until an op needs an SSA value, and ``x * 1``, ``x + 0``, ``x / 1``, ``x % 
 become ops. So the IR that templates and ``tm-lower-mappings`` emit is the arithmetic a
 person would write, not a pile of multiplications by one.
 
-Elements of ``f16`` buffers are computed in ``f32``: `load` widens what it reads
-(``arith.extf``) and `store` rounds an ``f32`` value to the buffer's ``f16``
-(``arith.truncf``, round to nearest even), so a template that computes in f32 takes f16
-tensors unchanged (see ``tmlir/dtypes.py``).
+Elements of narrow float buffers (``f16``, ``bf16``, float8: ``dtypes.is_narrow_float``)
+are computed in ``f32``: `load` widens what it reads (``arith.extf``) and `store` rounds an
+``f32`` value to the buffer's type (``arith.truncf``, round to nearest even), so a template
+that computes in f32 takes those tensors unchanged (see ``tmlir/dtypes.py``).
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ from dataclasses import dataclass
 from xdsl.builder import Builder
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
-    Float16Type,
     Float32Type,
-    Float64Type,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -36,6 +34,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
 
+from tmlir import dtypes
 from tmlir.dialects import tm
 from tmlir.mapping import TaskMapping
 
@@ -177,28 +176,28 @@ class IRBuilder(Builder):
     def load(self, buffer: SSAValue, indices: Sequence[Index], guard: Sequence[int] = (),
              name: str | None = None) -> SSAValue:
         """``tm.load`` (indices materialized; `guard`: dims checked against the shape); an
-        ``f16`` element is widened to ``f32``."""
+        narrow float element (``f16``, ``bf16``, float8) is widened to ``f32``."""
         op = tm.LoadOp(buffer, [self.value(i) for i in indices], guard)
-        if isinstance(op.result.type, Float16Type):  # the name goes to the widened value
+        if dtypes.is_narrow_float(op.result.type):  # the name goes to the widened value
             return self.widen(self.insert(op).results[0], name)
         return self.insert(op, name).results[0]
 
     def widen(self, value: SSAValue, name: str | None = None) -> SSAValue:
-        """An ``f16`` `value` as ``f32`` (``arith.extf``); any other value itself."""
-        if not isinstance(value.type, Float16Type):
+        """A narrow float `value` as ``f32`` (``arith.extf``); any other value itself."""
+        if not dtypes.is_narrow_float(value.type):
             return value
         return self.insert(arith.ExtFOp(value, Float32Type()), name).results[0]
 
     @staticmethod
     def computed_type(element: Attribute) -> Attribute:
         """The type a template computes an element of type `element` in: ``f32`` for
-        ``f16`` (what `load` returns), else `element` itself."""
-        return Float32Type() if isinstance(element, Float16Type) else element
+        a narrow float (what `load` returns), else `element` itself."""
+        return Float32Type() if dtypes.is_narrow_float(element) else element
 
     def narrow(self, value: SSAValue, element: Attribute) -> SSAValue:
-        """An ``f32`` `value` rounded to nearest even as an ``f16`` `element`
+        """An ``f32`` `value` rounded to nearest even as a narrow float `element`
         (``arith.truncf``); any other value itself."""
-        if isinstance(element, Float16Type) and isinstance(value.type, Float32Type):
+        if dtypes.is_narrow_float(element) and isinstance(value.type, Float32Type):
             return self.insert(arith.TruncFOp(value, element)).results[0]
         return value
 
@@ -211,7 +210,7 @@ class IRBuilder(Builder):
         if condition is None:
             return self.load(buffer, indices, name=name)
         assert isinstance(buffer.type, MemRefType)
-        stored = self.value_if(  # the element as stored (f16 too), widened after the scf.if
+        stored = self.value_if(  # the element as stored (a narrow float too), widened after the scf.if
             condition, lambda: self.insert(tm.LoadOp(buffer, [self.value(i) for i in indices])).results[0],
             0, buffer.type.element_type, name)
         return self.widen(stored)
@@ -233,7 +232,7 @@ class IRBuilder(Builder):
     def store(self, value: SSAValue, buffer: SSAValue, indices: Sequence[Index],
               guard: Sequence[int] = ()) -> None:
         """``tm.store`` (indices materialized; `guard`: dims checked against the shape); an
-        ``f32`` value stored to an ``f16`` buffer is rounded to it first."""
+        ``f32`` value stored to a narrow float buffer is rounded to it first."""
         assert isinstance(buffer.type, MemRefType)
         value = self.narrow(value, buffer.type.element_type)
         self.insert(tm.StoreOp(value, buffer, [self.value(i) for i in indices], guard))
@@ -248,7 +247,7 @@ class IRBuilder(Builder):
         arith.constant takes signless integers only: a constant of an unsigned type is an
         ``index`` constant converted by ``arith.index_cast`` (which wraps, so -1 is the
         largest value)."""
-        if isinstance(type, Float16Type | Float32Type | Float64Type):
+        if dtypes.is_float(type):
             return self.insert(arith.ConstantOp(FloatAttr(float(x), type))).results[0]
         assert isinstance(type, IntegerType), type
         if type.signedness.data == Signedness.UNSIGNED:

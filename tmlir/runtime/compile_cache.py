@@ -53,7 +53,7 @@ from tmlir.backends.cuda_c import CudaProgram
 #: Environment variable: ``0`` (or ``false``, ``off``, ``no``) turns the cache off.
 CACHE_ENV = "TMLIR_COMPILE_CACHE"
 SUFFIX = ".compile.zip"
-FORMAT = 1
+FORMAT = 2
 
 Compiled = tuple[CudaProgram, dict[str, np.ndarray]]
 
@@ -343,6 +343,18 @@ def _is_verbatim(model: ModelBytes, name: str, array: np.ndarray) -> bool:
     return bool(np.array_equal(*as_bytes))
 
 
+def _dtype_tag(dtype: np.dtype) -> str:
+    """How an entry names a weight's dtype: tmlir's name (``bfloat16``, ``float8_e4m3fn``:
+    numpy's ``str`` of ml_dtypes' types is raw bytes, ``<V2``), else numpy's ``str``."""
+    known = dtypes.from_numpy(dtype)
+    return known.name if known is not None else dtype.str
+
+
+def _dtype_of_tag(tag: str) -> np.dtype:
+    known = next((d for d in dtypes.DTYPES if d.name == tag), None)
+    return known.numpy if known is not None else np.dtype(tag)
+
+
 def write_entry(path: Path, key: str, model: ModelBytes, program: CudaProgram,
                 weights: Mapping[str, np.ndarray]) -> None:
     """Write the entry of a compile to `path`; TypeError or ValueError if the program
@@ -353,7 +365,7 @@ def write_entry(path: Path, key: str, model: ModelBytes, program: CudaProgram,
     listing, stored = [], []
     for name, array in weights.items():
         keep = not _is_verbatim(model, name, array)
-        listing.append({"name": name, "dtype": array.dtype.str, "shape": list(array.shape),
+        listing.append({"name": name, "dtype": _dtype_tag(array.dtype), "shape": list(array.shape),
                         "stored": keep})
         if keep:
             if array.dtype.hasobject:
@@ -379,12 +391,14 @@ def read_entry(path: Path, key: str, model: ModelBytes) -> Compiled:
             weights: dict[str, np.ndarray] = {}
             stored = 0
             for item in meta["weights"]:
-                name, dtype, shape = item["name"], np.dtype(item["dtype"]), tuple(item["shape"])
+                name, dtype, shape = item["name"], _dtype_of_tag(item["dtype"]), tuple(item["shape"])
                 if item["stored"]:
                     with archive.open(f"weights/{stored}.npy") as member:
                         array = np.lib.format.read_array(member, allow_pickle=False)
                         if member.read(1):
                             raise BadEntry(f"weight '{name}': trailing data")
+                    if array.dtype.kind == "V" and array.dtype.itemsize == dtype.itemsize:
+                        array = array.view(dtype)  # .npy keeps ml_dtypes' types as raw bytes
                     stored += 1
                 else:
                     array = model.initializer(name)

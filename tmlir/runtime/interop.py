@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import ml_dtypes  # noqa: F401  (registers the names bfloat16, float8_e4m3fn, ... with numpy)
 import numpy as np
 
 from tmlir.runtime.dlpack_abi import (
@@ -71,13 +72,15 @@ _DEVICE_OF_TYPE: dict[int, Device] = {1: "cpu", 2: "cuda", 3: "cpu", 13: "cuda"}
 _TYPE_OF_DEVICE: dict[Device, DLDeviceType] = {"cpu": DLDeviceType.CPU, "cuda": DLDeviceType.CUDA}
 
 # numpy dtype <-> DLPack (type code, bits); lanes is always 1. Codes: kDLInt=0, kDLUInt=1,
-# kDLFloat=2, kDLBool=6.
+# kDLFloat=2, kDLBfloat=4, kDLBool=6, kDLFloat8_e4m3fn=10, kDLFloat8_e4m3fnuz=11,
+# kDLFloat8_e5m2=12, kDLFloat8_e5m2fnuz=13 (bfloat16 and float8: ml_dtypes' numpy dtypes).
 _DLPACK_CODES: dict[np.dtype, tuple[int, int]] = {
     np.dtype(name): code for name, code in (
         ("float16", (2, 16)), ("float32", (2, 32)), ("float64", (2, 64)),
         ("int8", (0, 8)), ("int16", (0, 16)), ("int32", (0, 32)), ("int64", (0, 64)),
         ("uint8", (1, 8)), ("uint16", (1, 16)), ("uint32", (1, 32)), ("uint64", (1, 64)),
-        ("bool", (6, 8)))
+        ("bool", (6, 8)), ("bfloat16", (4, 16)), ("float8_e4m3fn", (10, 8)),
+        ("float8_e4m3fnuz", (11, 8)), ("float8_e5m2", (12, 8)), ("float8_e5m2fnuz", (13, 8)))
 }
 _DTYPE_OF_CODE = {code: dtype for dtype, code in _DLPACK_CODES.items()}
 _DTYPE_NAMES = ", ".join(d.name for d in _DLPACK_CODES)

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
     DictionaryAttr,
-    Float16Type,
     Float32Type,
     IntegerAttr,
     MemRefType,
@@ -17,6 +16,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 from xdsl.rewriter import Rewriter
 
+from tmlir import dtypes
 from tmlir.dialects import tm
 from tmlir.ir.builder import Index, IRBuilder
 
@@ -70,7 +70,7 @@ def half_arguments(kernel: tm.KernelOp, elements: Sequence[Attribute]) -> tm.Ker
     assert len(block.args) == len(elements), "one element type per kernel argument"
     for index, element in enumerate(elements):
         old = block.args[index]
-        if not (isinstance(element, Float16Type) and old.type.element_type == Float32Type()):  # type: ignore[attr-defined]
+        if not (dtypes.is_narrow_float(element) and old.type.element_type == Float32Type()):  # type: ignore[attr-defined]
             continue
         new = block.insert_arg(MemRefType(element, old.type.get_shape()), index)  # type: ignore[attr-defined]
         new.name_hint = old.name_hint

@@ -79,16 +79,16 @@ def conv_transpose_kernel(name: str, input_shape: Sequence[int], weight_shape: S
                           strides: Sequence[int], pads: Sequence[int],
                           dilations: Sequence[int], output_padding: Sequence[int],
                           group: int, bias: bool) -> tm.KernelOp:
-    """A kernel ``(x, w, [bias,] y)`` for a 1-D or 2-D transposed convolution."""
+    """A kernel ``(x, w, [bias,] y)`` for a 1-D, 2-D or 3-D transposed convolution."""
     spatial = len(input_shape) - 2
-    if spatial == 2:
+    if spatial in (2, 3):
         problem = ConvTransposeProblem(tuple(input_shape), tuple(weight_shape), tuple(strides),
                                        tuple(pads), tuple(dilations), tuple(output_padding),
                                        group, bias)
         return conv_transpose_2d_kernel(name, problem)
     if spatial != 1:
         raise ValueError(f"conv_transpose: {spatial}-D transposed convolutions are not "
-                         "supported (only 1-D and 2-D)")
+                         "supported (only 1-D, 2-D and 3-D)")
     (n, c, w), (ci, cog, kw) = input_shape, weight_shape
     problem = ConvTransposeProblem((n, c, 1, w), (ci, cog, 1, kw), (1, strides[0]),
                                    (0, pads[0], 0, pads[1]), (1, dilations[0]),

@@ -1,10 +1,12 @@
-"""2-D transposed convolution (NCHW), a direct kernel.
+"""2-D and 3-D transposed convolution (NCHW, NCDHW), a direct kernel.
 
 ``y[n, co, oh, ow] = sum_{c, kh, kw} x[n, g*Cg + c, ih, iw] * w[g*Cg + c, co % Co_g, kh, kw]
 (+ bias[co])`` over the taps where ``oh = ih * sh - pt + kh * dh`` (and the same along
 the width) has a solution ``ih`` inside the input; ``g = co / Co_g``, ``Cg = C_in /
 groups``, ``Co_g = C_out / groups``. The weight is ``(C_in, C_out / groups, KH, KW)``, as
-ONNX's ``ConvTranspose`` stores it (the gradient of a convolution with that weight).
+ONNX's ``ConvTranspose`` stores it (the gradient of a convolution with that weight). A
+3-D one adds the depth the same way (``od``, ``kd``, ``id``); any number of spatial dims
+is built alike.
 
 The kernel gathers: each thread owns one output element (``spatial(grid) *
 spatial(block)`` over the flattened output) and walks its ``repeat(Cg, KH, KW)`` taps;
@@ -30,31 +32,43 @@ from tmlir.ir.builder import Index, IRBuilder
 from tmlir.mapping import repeat, spatial
 from tmlir.schedules.common import f32_memref, kernel_attributes, name_args
 
-Pair = tuple[int, int]
-Quad = tuple[int, int, int, int]
+Dims = tuple[int, ...]
 
 
 @dataclass(frozen=True)
 class ConvTransposeProblem:
-    """Shapes and attributes of one 2-D transposed convolution, NCHW.
+    """Shapes and attributes of one transposed convolution with k >= 1 spatial dims
+    (NCHW for k = 2).
 
-    `input_shape` is ``(N, C_in, H, W)``, `weight_shape` ``(C_in, C_out / groups, KH,
-    KW)``; `pads` are ``(top, left, bottom, right)`` and `output_padding` extra rows and
-    columns at the bottom and right. Impossible combinations raise a one-line ValueError.
+    `input_shape` is ``(N, C_in, D1, ..., Dk)`` (``(N, C_in, H, W)``), `weight_shape`
+    ``(C_in, C_out / groups, K1, ..., Kk)``; `pads` are the k begins then the k ends
+    (``(top, left, bottom, right)``) and `output_padding` extra outputs at the end of each
+    spatial dim. Empty strides, pads, dilations and output padding mean 1, 0, 1 and 0.
+    Impossible combinations raise a one-line ValueError.
     """
 
-    input_shape: Quad
-    weight_shape: Quad
-    strides: Pair = (1, 1)
-    pads: Quad = (0, 0, 0, 0)
-    dilations: Pair = (1, 1)
-    output_padding: Pair = (0, 0)
+    input_shape: Dims
+    weight_shape: Dims
+    strides: Dims = ()
+    pads: Dims = ()
+    dilations: Dims = ()
+    output_padding: Dims = ()
     groups: int = 1
     bias: bool = False
 
     def __post_init__(self) -> None:
-        for field in ("input_shape", "weight_shape", "strides", "pads", "dilations",
-                      "output_padding"):
+        k = len(self.input_shape) - 2
+        if k < 1 or len(self.weight_shape) != k + 2:
+            raise ValueError(f"conv_transpose: input {tuple(self.input_shape)} and weight "
+                             f"{tuple(self.weight_shape)} must be (N, C, D1, ...) and (C, C_out "
+                             "/ groups, K1, ...) of one rank")
+        for field, default, size in (("strides", 1, k), ("pads", 0, 2 * k), ("dilations", 1, k),
+                                     ("output_padding", 0, k)):
+            values = tuple(int(v) for v in getattr(self, field)) or (default,) * size
+            if len(values) != size:
+                raise ValueError(f"conv_transpose: {field} {list(values)} must have {size} values")
+            object.__setattr__(self, field, values)
+        for field in ("input_shape", "weight_shape"):
             object.__setattr__(self, field, tuple(int(v) for v in getattr(self, field)))
         c_in, g = self.input_shape[1], self.groups
         if g < 1 or c_in % g or self.weight_shape[0] != c_in:
@@ -81,14 +95,17 @@ class ConvTransposeProblem:
         return self.weight_shape[1]
 
     @property
-    def out_shape(self) -> Quad:
-        n, _, h, w = self.input_shape
-        sizes = []
-        for d, size in enumerate((h, w)):
+    def spatial_rank(self) -> int:
+        return len(self.input_shape) - 2
+
+    @property
+    def out_shape(self) -> Dims:
+        k, sizes = self.spatial_rank, []
+        for d, size in enumerate(self.input_shape[2:]):
             window = (self.weight_shape[2 + d] - 1) * self.dilations[d] + 1
             sizes.append(self.strides[d] * (size - 1) + self.output_padding[d] + window
-                         - self.pads[d] - self.pads[2 + d])
-        return (n, self.weight_shape[1] * self.groups, sizes[0], sizes[1])
+                         - self.pads[d] - self.pads[k + d])
+        return (self.input_shape[0], self.weight_shape[1] * self.groups, *sizes)
 
     @property
     def arg_shapes(self) -> list[tuple[int, ...]]:
@@ -104,6 +121,15 @@ class ConvTransposeProblem:
 
 def _x(values: Sequence[int]) -> str:
     return "x".join(map(str, values))
+
+
+_LETTERS = {1: "w", 2: "hw", 3: "dhw"}
+
+
+def _names(prefix: str, k: int) -> list[str]:
+    """Per spatial dim names: ``oh``, ``ow`` for 2-D, ``od``, ``oh``, ``ow`` for 3-D."""
+    letters = _LETTERS.get(k)
+    return [f"{prefix}{letters[d]}" if letters else f"{prefix}{d}" for d in range(k)]
 
 
 @dataclass(frozen=True)
@@ -148,37 +174,36 @@ def conv_transpose_kernel(name: str, problem: ConvTransposeProblem,
     x, w, *rest = kernel.args
     bias, y = (rest[0], rest[1]) if p.bias else (None, rest[0])
     partial = total % block != 0
-    (sh, sw), (dh, dw), (kh_n, kw_n) = p.strides, p.dilations, p.weight_shape[2:]
-    top, left = p.pads[:2]
-    h, w_size = p.input_shape[2:]
+    k = p.spatial_rank
     b = IRBuilder.at_end(kernel.body.block)
     bid = b.insert(tm.BlockIdOp(), "bid").results[0]
     tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
     acc = b.insert(tm.AllocOp("register", f32_memref((1,))), "acc").results[0]
     with (b.for_task(spatial(grid), bid, ["blk"]) as (blk,),
           b.for_task(spatial(block), tid, ["t"]) as (t,)):
-        n, co, oh, ow = b.unravel(b.add(b.mul(blk, block), t, "idx"), p.out_shape,
-                                  in_range=not partial)
-        for value, hint in zip((n, co, oh, ow), ("n", "co", "oh", "ow")):
+        n, co, *out = b.unravel(b.add(b.mul(blk, block), t, "idx"), p.out_shape,
+                                in_range=not partial)
+        for value, hint in zip((n, co, *out), ("n", "co", *_names("o", k))):
             if isinstance(value, SSAValue) and value.name_hint is None:
                 value.name_hint = hint
         group = b.div(co, p.group_out, "group")
         c0 = b.mul(group, p.group_in, "c0")
         co_in_group = b.rem(co, p.group_out, "cog")
         b.store(b.f32(0.0), acc, [0])
-        with b.for_task(repeat(p.group_in, kh_n, kw_n), None, ["c", "kh", "kw"]) as (c, kh, kw):
+        with b.for_task(repeat(p.group_in, *p.weight_shape[2:]), None,
+                        ["c", *_names("k", k)]) as (c, *taps):
             conditions = [b.lt(n, p.batch)] if partial else []
-            ih = _input_coordinate(b, oh, kh, sh, dh, top, h, kh_n, p.out_shape[2],
-                                   conditions, "ih")
-            iw = _input_coordinate(b, ow, kw, sw, dw, left, w_size, kw_n, p.out_shape[3],
-                                   conditions, "iw")
+            coords = [_input_coordinate(b, out[d], taps[d], p.strides[d], p.dilations[d],
+                                        p.pads[d], p.input_shape[2 + d], p.weight_shape[2 + d],
+                                        p.out_shape[2 + d], conditions, _names("i", k)[d])
+                      for d in range(k)]
             ci = b.add(c0, c, "ci")
             inside = b.all_of(conditions)
-            xv = b.load_if(inside, x, [n, ci, ih, iw], name="xv")
-            wv = b.load(w, [ci, co_in_group, kh, kw], name="wv")
+            xv = b.load_if(inside, x, [n, ci, *coords], name="xv")
+            wv = b.load(w, [ci, co_in_group, *taps], name="wv")
             b.store(b.fop(arith.AddfOp, b.load(acc, [0]), b.fop(arith.MulfOp, xv, wv)), acc, [0])
         value = b.load(acc, [0], name="sum")
         if bias is not None:
             value = b.fop(arith.AddfOp, value, b.load(bias, [co], name="bias"))
-        b.store(value, y, [n, co, oh, ow], [0] if partial else [])
+        b.store(value, y, [n, co, *out], [0] if partial else [])
     return kernel

@@ -12,15 +12,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 
-import numpy as np
 from xdsl.dialects import arith, scf
-from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import Float32Type, IndexType, IntegerType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from tmlir.dialects import graph
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.schedules.common import broadcast_index
+from tmlir.schedules.resize_element import ResizeOptions, resize_element
 
 MAX_GATHER_TABLE = 256
 """Constant gather indices that are no progression become a select chain up to this size."""
@@ -212,89 +210,6 @@ def _either(b: IRBuilder, condition: SSAValue, then: Callable[[], SSAValue],
                     "v").results[0]
 
 
-def resize_element(in_shape: Sequence[int], out_shape: Sequence[int],
-                   scales: Sequence[float], mode: str, coordinate_transformation_mode: str,
-                   nearest_mode: str = "round_prefer_floor") -> Element:
-    """ONNX ``Resize`` (see ``graph.ResizeOp``): per resized dim, the output coordinate
-    becomes an input coordinate in f32 (as onnxruntime computes it); ``nearest`` rounds and
-    clamps it, ``linear`` clamps it and blends its two neighbours, dim after dim."""
-    ctm = coordinate_transformation_mode
-
-    def source(b: IRBuilder, c: Index, n: int, m: int, scale: float) -> SSAValue | int:
-        """The input coordinate (f32) of output coordinate `c`, or an int if constant."""
-        if ctm in ("pytorch_half_pixel", "align_corners") and m == 1:
-            return 0
-        x = _to_f32(b, c)
-        if ctm == "align_corners":
-            x = b.fop(arith.MulfOp, x, b.f32(float(n - 1)))
-            return b.fop(arith.DivfOp, x, b.f32(float(m - 1)))
-        if ctm == "asymmetric":
-            return b.fop(arith.DivfOp, x, b.f32(scale))
-        x = b.fop(arith.DivfOp, b.fop(arith.AddfOp, x, b.f32(0.5)), b.f32(scale))
-        x = b.fop(arith.SubfOp, x, b.f32(0.5))
-        if ctm == "half_pixel_symmetric":
-            offset = n / 2 * (1 - m / (scale * n))
-            x = b.fop(arith.AddfOp, x, b.f32(float(np.float32(offset))))
-        return x
-
-    def clamp(b: IRBuilder, x: SSAValue, n: int) -> SSAValue:
-        x = b.fop(arith.MaximumfOp, x, b.f32(0.0))
-        return b.fop(arith.MinimumfOp, x, b.f32(float(n - 1)))
-
-    def element(b: IRBuilder, i: list[Index], load: Load) -> SSAValue:
-        j: list[Index] = list(i)
-        blends: list[tuple[int, Index, Index, SSAValue]] = []  # (dim, low, high, weight)
-        for d, (c, n, m, scale) in enumerate(zip(i, in_shape, out_shape, scales)):
-            if n == 1 or (scale == 1.0 and n == m):
-                j[d] = 0 if n == 1 else c
-                continue
-            x = source(b, c, n, m, scale)
-            if isinstance(x, int):
-                j[d] = x
-            elif mode == "nearest":
-                rounding = {"round_prefer_floor": (xmath.CeilOp, -0.5),
-                            "round_prefer_ceil": (xmath.FloorOp, 0.5),
-                            "floor": (xmath.FloorOp, 0.0), "ceil": (xmath.CeilOp, 0.0)}
-                op_type, shift = rounding[nearest_mode]
-                if shift:
-                    x = b.fop(arith.AddfOp, x, b.f32(shift))
-                j[d] = _to_index(b, clamp(b, b.fop(op_type, x), n), f"src{d}")
-            else:
-                x = clamp(b, x, n)
-                x.name_hint = f"x{d}"
-                low = _to_index(b, x, f"low{d}")
-                high = b.fop(arith.SelectOp, b.lt(low, n - 1), b.value(b.add(low, 1)),
-                             b.value(n - 1), name=f"high{d}")
-                weight = b.fop(arith.SubfOp, x, _to_f32(b, low), name=f"w{d}")
-                blends.append((d, low, high, weight))
-
-        def blend(level: int, at: list[Index]) -> SSAValue:
-            if level == len(blends):
-                return load(0, at)
-            d, low, high, weight = blends[level]
-            v0 = blend(level + 1, [*at[:d], low, *at[d + 1:]])
-            v1 = blend(level + 1, [*at[:d], high, *at[d + 1:]])
-            one_minus = b.fop(arith.SubfOp, b.f32(1.0), weight)
-            return b.fop(arith.AddfOp, b.fop(arith.MulfOp, v0, one_minus),
-                         b.fop(arith.MulfOp, v1, weight))
-
-        return blend(0, j)
-    return element
-
-
-def _to_f32(b: IRBuilder, i: Index) -> SSAValue:
-    if isinstance(i, int):
-        return b.f32(float(i))
-    as_int = b.insert(arith.IndexCastOp(i, IntegerType(32))).results[0]
-    return b.insert(arith.SIToFPOp(as_int, Float32Type())).results[0]
-
-
-def _to_index(b: IRBuilder, x: SSAValue, name: str) -> SSAValue:
-    """A non-negative f32 truncated to an index."""
-    as_int = b.insert(arith.FPToSIOp(x, IntegerType(32))).results[0]
-    return b.insert(arith.IndexCastOp(as_int, IndexType()), name).results[0]
-
-
 # -- the element of each graph op ----------------------------------------------------------
 
 def comma_list(values: Sequence[int]) -> str:
@@ -388,8 +303,18 @@ def _resize(op: graph.ResizeOp) -> tuple[Element, dict[str, int | str]]:
     info: dict[str, int | str] = {"mode": op.mode.data, "coordinate_transformation_mode": ctm}
     if op.mode.data == "nearest":
         info["nearest_mode"] = op.nearest_mode_value
+    options = ResizeOptions(op.nearest_mode_value, op.cubic_coeff_a_value, op.exclude_outside is not None,
+                            op.antialias is not None, op.roi_values, op.extrapolation_value_value)
+    if op.mode.data == "cubic":
+        info["cubic_coeff_a"] = f"{options.cubic_coeff_a:g}"
+    for flag in ("exclude_outside", "antialias"):
+        if getattr(options, flag):
+            info[flag] = 1
+    if options.roi is not None:
+        info["roi"] = ",".join(f"{v:g}" for v in options.roi)
+        info["extrapolation_value"] = f"{options.extrapolation_value:g}"
     return resize_element(shape_of(op.input), shape_of(op.result), op.scale_values, op.mode.data,
-                          ctm, op.nearest_mode_value), info
+                          ctm, options), info
 
 
 @element_of_op(graph.DepthToSpaceOp)

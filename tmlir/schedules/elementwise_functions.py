@@ -3,7 +3,9 @@
 ``element_function(op)`` gives the ``expr`` text that the kernel's header comment shows
 (``leaky_relu(x0, alpha=0.1)``, ``x0 + x1``) and the ``ElementFunction`` that builds the
 ``arith`` / ``math`` IR of one output element from the loaded operand elements, or None
-for an op that is not elementwise. Formulas are chosen for float32 accuracy (``expm1``
+for an op that is not elementwise. Constants and math ops take the operand's float type:
+f32 (f16 is loaded widened to it), or f64, computed in double (``exp``, not ``expf``).
+Formulas are chosen for float32 accuracy (``expm1``
 for ELU/SELU, ``log1p`` for softplus, tanh-GELU as ``x * sigmoid(2u)`` so that no
 ``1 + tanh`` cancels) and for numpy's NaN semantics: ``max``, ``min``, ``clip`` and
 ``relu`` give NaN for a NaN operand, where CUDA's ``fmaxf`` would give the other one.
@@ -45,14 +47,15 @@ UnaryFunction = Callable[[IRBuilder, SSAValue, Params], SSAValue]
 
 def _select(b: IRBuilder, predicate: str, lhs: SSAValue, rhs: SSAValue | float,
             then: SSAValue | float, otherwise: SSAValue | float) -> SSAValue:
-    """``lhs <predicate> rhs ? then : otherwise`` (floats become f32 constants, one each)."""
+    """``lhs <predicate> rhs ? then : otherwise`` (floats become constants of `lhs`'s type,
+    one each)."""
     constants: dict[float, SSAValue] = {}
 
     def value(v: SSAValue | float) -> SSAValue:
         if not isinstance(v, float):
             return v
         if v not in constants:
-            constants[v] = b.f32(v)
+            constants[v] = b.constant(v, lhs.type)
         return constants[v]
 
     lhs, rhs, then, otherwise = (value(v) for v in (lhs, rhs, then, otherwise))
@@ -66,7 +69,7 @@ def _extremum(b: IRBuilder, x: SSAValue, y: SSAValue | float, predicate: str) ->
     A constant ``y`` needs no NaN test at run time.
     """
     if isinstance(y, float):
-        return b.f32(y) if math.isnan(y) else _select(b, predicate, x, y, y, x)
+        return b.constant(y, x.type) if math.isnan(y) else _select(b, predicate, x, y, y, x)
     better = b.insert(arith.CmpfOp(x, y, predicate)).results[0]
     y_nan = b.insert(arith.CmpfOp(y, y, "une")).results[0]
     take_y = b.fop(arith.OrIOp, better, y_nan)
@@ -84,11 +87,11 @@ def _min(b: IRBuilder, x: SSAValue, y: SSAValue | float) -> SSAValue:
 
 
 def _mul(b: IRBuilder, k: float, x: SSAValue) -> SSAValue:
-    return b.fop(arith.MulfOp, b.f32(k), x)
+    return b.fop(arith.MulfOp, b.constant(k, x.type), x)
 
 
 def _add(b: IRBuilder, k: float, x: SSAValue) -> SSAValue:
-    return b.fop(arith.AddfOp, b.f32(k), x)
+    return b.fop(arith.AddfOp, b.constant(k, x.type), x)
 
 
 def _call(op_type: type[Operation]) -> UnaryFunction:
@@ -99,17 +102,17 @@ def _call(op_type: type[Operation]) -> UnaryFunction:
 
 def _sigmoid(b: IRBuilder, x: SSAValue, _: Params) -> SSAValue:
     e = b.fop(xmath.ExpOp, b.fop(arith.NegfOp, x))
-    return b.fop(arith.DivfOp, b.f32(1.0), _add(b, 1.0, e))
+    return b.fop(arith.DivfOp, b.constant(1.0, x.type), _add(b, 1.0, e))
 
 
 def _softplus(b: IRBuilder, x: SSAValue, _: Params) -> SSAValue:
     """``max(x, 0) + log1p(exp(-|x|))``: no overflow, and accurate for x << 0."""
     tail = b.fop(xmath.Log1pOp, b.fop(xmath.ExpOp, b.fop(arith.NegfOp, b.fop(xmath.AbsFOp, x))))
-    return b.fop(arith.AddfOp, b.fop(arith.MaxnumfOp, x, b.f32(0.0)), tail)
+    return b.fop(arith.AddfOp, b.fop(arith.MaxnumfOp, x, b.constant(0.0, x.type)), tail)
 
 
 def _hard_sigmoid(b: IRBuilder, x: SSAValue, alpha: float, beta: float) -> SSAValue:
-    t = b.fop(arith.AddfOp, _mul(b, alpha, x), b.f32(beta), name="t")
+    t = b.fop(arith.AddfOp, _mul(b, alpha, x), b.constant(beta, x.type), name="t")
     return _min(b, _max(b, t, 0.0), 1.0)
 
 
@@ -150,14 +153,14 @@ def _mish(b: IRBuilder, x: SSAValue, p: Params) -> SSAValue:
 
 
 def _shrink(b: IRBuilder, x: SSAValue, p: Params) -> SSAValue:
-    bias = b.f32(p["bias"])
+    bias = b.constant(p["bias"], x.type)
     above = _select(b, "ogt", x, float(p["lambd"]), b.fop(arith.SubfOp, x, bias), 0.0)
     return _select(b, "olt", x, -float(p["lambd"]), b.fop(arith.AddfOp, x, bias), above)
 
 
 def _celu(b: IRBuilder, x: SSAValue, p: Params) -> SSAValue:
     """``x > 0 ? x : alpha * expm1(x / alpha)`` (the ONNX max + min form, without its sum)."""
-    scaled = b.fop(arith.DivfOp, x, b.f32(p["alpha"]))
+    scaled = b.fop(arith.DivfOp, x, b.constant(p["alpha"], x.type))
     return _select(b, "ogt", x, 0.0, x, _mul(b, p["alpha"], b.fop(xmath.ExpM1Op, scaled)))
 
 
@@ -168,7 +171,7 @@ UNARY: dict[type[Operation], UnaryFunction] = {
     graph.ExpOp: _call(xmath.ExpOp),
     graph.LogOp: _call(xmath.LogOp),
     graph.SqrtOp: _call(xmath.SqrtOp),
-    graph.ReciprocalOp: lambda b, x, _: b.fop(arith.DivfOp, b.f32(1.0), x),
+    graph.ReciprocalOp: lambda b, x, _: b.fop(arith.DivfOp, b.constant(1.0, x.type), x),
     graph.NegOp: _call(arith.NegfOp),
     graph.AbsOp: _call(xmath.AbsFOp),
     graph.ErfOp: _call(xmath.ErfOp),
@@ -343,7 +346,7 @@ NARY: dict[type[Operation], ElementFunction] = {
     graph.SumOp: lambda b, xs: _fold(b, xs, lambda b, x, y: b.fop(arith.AddfOp, x, y),
                                      lambda b, x, y: b.fop(arith.AddiOp, x, y)),
     graph.MeanOp: lambda b, xs: b.fop(
-        arith.DivfOp, reduce(lambda x, y: b.fop(arith.AddfOp, x, y), xs), b.f32(float(len(xs)))),
+        arith.DivfOp, reduce(lambda x, y: b.fop(arith.AddfOp, x, y), xs), b.constant(len(xs), xs[0].type)),
     graph.PReluOp: _prelu,
 }
 

@@ -8,7 +8,8 @@ either side is NaN, as numpy's ``<`` and ``==``); ``is_nan`` is ``x != x``. ``ca
 follows ONNX ``Cast``: float to integer truncates toward zero (C's conversion), anything
 to bool is ``x != 0`` (so NaN is true), a bool becomes 0 or 1, integers wrap when
 narrowed (int8 to uint8 too: a ``builtin.unrealized_conversion_cast``, C's conversion),
-float16 is converted as float32 and rounded when stored.
+the narrow floats (float16, bfloat16, float8) are converted as float32 and rounded when
+stored (a saturating cast to float8 is clipped first, by the frontend).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def _compare(b: IRBuilder, xs: Sequence[SSAValue], float_predicate: str,
 
 def convert(b: IRBuilder, x: SSAValue, to: Attribute) -> SSAValue:
     """`x` converted to the element type `to` with ONNX ``Cast``'s semantics, computed in
-    `to`'s computed type (``f32`` for ``f16``: the store rounds it, see `IRBuilder.store`)."""
+    `to`'s computed type (``f32`` for a narrow float: the store rounds it, see `IRBuilder.store`)."""
     to = b.computed_type(to)
     source, target = dtypes.of_ir(x.type), dtypes.of_ir(to)
     if source == target:

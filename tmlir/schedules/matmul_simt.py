@@ -49,7 +49,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import Float32Type, MemRefType
+from xdsl.ir import Attribute, SSAValue
 
 from tmlir.dialects import tm
 from tmlir.gpu_limits import MAX_REGISTERS_PER_THREAD, MAX_STATIC_SHARED_BYTES, MAX_THREADS_PER_BLOCK, WARP_SIZE
@@ -59,7 +60,6 @@ from tmlir.mapping import TaskMapping, auto_map, repeat, spatial
 from tmlir.schedules.common import (
     broadcast_guards,
     broadcast_index,
-    f32_memref,
     kernel_attributes,
     name_args,
 )
@@ -227,12 +227,14 @@ class GemmOperands:
     store_c: ResultStore
 
 
-def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtParams) -> tm.KernelOp:
-    """A kernel ``(A, B, [bias,] C)`` for `problem` with the schedule `params`."""
+def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtParams,
+                       element: Attribute = Float32Type()) -> tm.KernelOp:
+    """A kernel ``(A, B, [bias,] C)`` for `problem` with the schedule `params`, on tensors of
+    `element` (``f32``, or ``f64``: tiles and accumulators in double)."""
     p, P = problem, params
     arg_shapes = [p.lhs_shape, p.rhs_shape, *([p.bias_shape] if p.bias_shape else []), p.out_shape]
     kernel = tm.KernelOp(
-        name, [f32_memref(s) for s in arg_shapes], P.blocks(p), P.threads,
+        name, [MemRefType(element, list(s)) for s in arg_shapes], P.blocks(p), P.threads,
         kernel_attributes("matmul_simt", {**P.describe(), "M": p.m, "N": p.n, "K": p.k}),
     )
     name_args(kernel, ["A", "B", *(["bias"] if p.bias_shape else []), "C"])
@@ -257,20 +259,20 @@ def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtPara
 
         def store_c(row: Index, col: Index, value: SSAValue) -> None:
             if p.alpha != 1.0:
-                value = b.fop(arith.MulfOp, value, b.f32(p.alpha))
+                value = b.fop(arith.MulfOp, value, b.constant(p.alpha, element))
             out_coords = [*batch_coords, row, col]
             if bias is not None and p.bias_shape is not None:
                 index = broadcast_index(out_coords, p.out_shape, p.bias_shape)
                 guards = broadcast_guards(p.out_shape, p.bias_shape, guarded_out)
                 bv = b.load(bias, index, guards, name="bias")
                 if p.beta != 1.0:
-                    bv = b.fop(arith.MulfOp, bv, b.f32(p.beta))
+                    bv = b.fop(arith.MulfOp, bv, b.constant(p.beta, element))
                 value = b.fop(arith.AddfOp, value, bv)
             b.store(value, c, out_coords, sorted(guarded_out))
 
         return GemmOperands(load_a, load_b, store_c)
 
-    simt_gemm(kernel, p, P, block_operands)
+    simt_gemm(kernel, p, P, block_operands, element=element)
     return kernel
 
 
@@ -281,14 +283,16 @@ def _operand_guard(rank: int, k_major: bool, guard_outer: bool, guard_k: bool) -
 
 def simt_gemm(kernel: tm.KernelOp, problem: MatmulProblem, params: MatmulSimtParams,
               block_operands: Callable[[IRBuilder, Sequence[Index]], GemmOperands],
-              block_names: Sequence[str] = ("batch", "tile_m", "tile_n")) -> None:
+              block_names: Sequence[str] = ("batch", "tile_m", "tile_n"),
+              element: Attribute = Float32Type()) -> None:
     """Fill `kernel` (grid and block from `params`) with the double-buffered GEMM of
     `problem`'s M, N, K and batch.
 
     `block_operands(b, batch_coords)` is called once inside the block's mapping with the
     block's batch coordinates; what it returns reads A (``M x K``, copied in its memory
     order: along k unless ``problem.transpose_lhs``), B (``K x N``, along N unless
-    ``problem.transpose_rhs``) and writes C.
+    ``problem.transpose_rhs``) and writes C. Tiles, fragments and accumulators hold
+    `element` (the type the operands are computed in: ``f32``, or ``f64``).
     """
     p, P = problem, params
     tile_grid = P.tile_grid(p)
@@ -303,7 +307,7 @@ def simt_gemm(kernel: tm.KernelOp, problem: MatmulProblem, params: MatmulSimtPar
 
     def alloc(scope: str, shape: tuple[int, ...], name: str,
               layout: DataLayout | None = None) -> SSAValue:
-        return b.insert(tm.AllocOp(scope, f32_memref(shape), layout), name).results[0]
+        return b.insert(tm.AllocOp(scope, MemRefType(element, list(shape)), layout), name).results[0]
 
     def padded(shape: tuple[int, ...], pad: int) -> DataLayout | None:
         return row_major(*shape, pad=pad) if pad else None
@@ -357,7 +361,7 @@ def simt_gemm(kernel: tm.KernelOp, problem: MatmulProblem, params: MatmulSimtPar
                              b.load(b_frag, [slot, j], name="b"))
                 b.store(b.fop(arith.AddfOp, b.load(acc, [i, j]), prod), acc, [i, j])
 
-        zero = b.f32(0.0)
+        zero = b.constant(0.0, element)
         with b.for_task(repeat(P.thread_m, P.thread_n), None, ["i", "j"]) as (i, j):
             b.store(zero, acc, [i, j])
         # Prologue: k-tile 0 into shared stage 0, its first slice into fragment stage 0.

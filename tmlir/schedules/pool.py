@@ -28,14 +28,16 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith
 from xdsl.dialects import math as xmath
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import Float32Type, MemRefType
+from xdsl.ir import Attribute, SSAValue
 
+from tmlir import dtypes
 from tmlir.dialects import tm
 from tmlir.dialects.graph import pool_output_size
 from tmlir.gpu_limits import WARP_SIZE
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.mapping import repeat, spatial
-from tmlir.schedules.common import f32_memref, kernel_attributes, name_args
+from tmlir.schedules.common import kernel_attributes, name_args
 
 POOL_KINDS = ("max", "average", "lp")
 
@@ -145,7 +147,7 @@ def _lp_term(b: IRBuilder, v: SSAValue, p: int) -> SSAValue:
     if p == 2:
         return b.fop(arith.MulfOp, v, v, name="sq")
     magnitude = b.fop(xmath.AbsFOp, v, name="magnitude")
-    return magnitude if p == 1 else b.fop(xmath.PowFOp, magnitude, b.f32(float(p)), name="term")
+    return magnitude if p == 1 else b.fop(xmath.PowFOp, magnitude, b.constant(p, v.type), name="term")
 
 
 def _lp_root(b: IRBuilder, total: SSAValue, p: int) -> SSAValue:
@@ -154,17 +156,38 @@ def _lp_root(b: IRBuilder, total: SSAValue, p: int) -> SSAValue:
         return total
     if p == 2:
         return b.fop(xmath.SqrtOp, total, name="norm")
-    return b.fop(xmath.PowFOp, total, b.f32(1.0 / p), name="norm")
+    return b.fop(xmath.PowFOp, total, b.constant(1.0 / p, total.type), name="norm")
 
 
-def pool_kernel(name: str, problem: PoolProblem, params: PoolParams = PoolParams()) -> tm.KernelOp:
-    """A kernel ``(x, y)``: `problem`'s pooling, one thread per output element."""
+def _larger(b: IRBuilder, acc: SSAValue, v: SSAValue) -> SSAValue:
+    """``fmaxf(acc, v)`` of floats (NaN taps take no part); the larger of two integers."""
+    if dtypes.is_float(v.type):
+        return b.fop(arith.MaxnumfOp, acc, v)
+    larger = b.insert(arith.CmpiOp(v, acc, "ugt" if dtypes.is_unsigned(v.type) else "sgt")).results[0]
+    return b.fop(arith.SelectOp, larger, v, acc)
+
+
+def _lowest(b: IRBuilder, element: Attribute) -> SSAValue:
+    """The identity of a max: -inf, or the smallest value of an integer type."""
+    if dtypes.is_float(element):
+        return b.constant(-math.inf, element)
+    width = element.width.data  # type: ignore[attr-defined]  (an integer type)
+    return b.constant(0 if dtypes.is_unsigned(element) else -(2 ** (width - 1)), element)
+
+
+def pool_kernel(name: str, problem: PoolProblem, params: PoolParams = PoolParams(),
+                element: Attribute = Float32Type()) -> tm.KernelOp:
+    """A kernel ``(x, y)``: `problem`'s pooling, one thread per output element, on tensors
+    of `element`: f32, f64 (computed in double), or for a max any integer type."""
     p, k = problem, problem.spatial_rank
+    if not dtypes.is_float(element) and p.kind != "max":
+        raise ValueError(f"pool: {p.kind} pooling of {element} elements is not supported")
     total = math.prod(p.out_shape)
     block = min(params.block, WARP_SIZE * math.ceil(total / WARP_SIZE))
     grid = math.ceil(total / block)
     partial = total % block != 0  # the last block's spare threads fall past output dim 0
-    kernel = tm.KernelOp(name, [f32_memref(p.input_shape), f32_memref(p.out_shape)], grid, block,
+    memrefs = [MemRefType(element, list(shape)) for shape in (p.input_shape, p.out_shape)]
+    kernel = tm.KernelOp(name, memrefs, grid, block,
                          kernel_attributes("pool", {**p.describe(), "block": block}))
     name_args(kernel, ["x", "y"])
     x, y = kernel.args
@@ -183,8 +206,9 @@ def pool_kernel(name: str, problem: PoolProblem, params: PoolParams = PoolParams
     b = IRBuilder.at_end(kernel.body.block)
     bid = b.insert(tm.BlockIdOp(), "bid").results[0]
     tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
-    acc = b.insert(tm.AllocOp("register", f32_memref((1,))), "acc").results[0]
-    count = b.insert(tm.AllocOp("register", f32_memref((1,))), "count").results[0] if counted else None
+    register = MemRefType(element, [1])
+    acc = b.insert(tm.AllocOp("register", register), "acc").results[0]
+    count = b.insert(tm.AllocOp("register", register), "count").results[0] if counted else None
     with (b.for_task(spatial(grid), bid, ["blk"]) as (blk,),
           b.for_task(spatial(block), tid, ["t"]) as (t,)):
         n, c, *out = b.unravel(b.add(b.mul(blk, block), t, "idx"), p.out_shape,
@@ -193,9 +217,9 @@ def pool_kernel(name: str, problem: PoolProblem, params: PoolParams = PoolParams
             if isinstance(value, SSAValue) and value.name_hint is None:
                 value.name_hint = hint
         n_ok = b.lt(n, p.input_shape[0], "n_ok") if partial else None  # spare threads: n >= N
-        b.store(b.f32(-math.inf if p.kind == "max" else 0.0), acc, [0])
+        b.store(_lowest(b, element) if p.kind == "max" else b.constant(0.0, element), acc, [0])
         if count is not None:
-            b.store(b.f32(0.0), count, [0])
+            b.store(b.constant(0.0, element), count, [0])
         with b.for_task(repeat(*p.kernel), None, _names("k", k)) as taps:
             inside = [n_ok] if n_ok is not None else []
             in_padded: list[SSAValue] = []
@@ -220,17 +244,21 @@ def pool_kernel(name: str, problem: PoolProblem, params: PoolParams = PoolParams
                 v = b.load(x, [n, c, *coords], name="v")
                 if lp:
                     v = _lp_term(b, v, p.p)
-                _accumulate(b, acc, arith.MaxnumfOp if p.kind == "max" else arith.AddfOp, v)
+                if p.kind == "max":
+                    b.store(_larger(b, b.load(acc, [0]), v), acc, [0])
+                else:
+                    _accumulate(b, acc, arith.AddfOp, v)
                 if count is not None and not p.count_include_pad:
-                    _accumulate(b, count, arith.AddfOp, b.f32(1.0))
+                    _accumulate(b, count, arith.AddfOp, b.constant(1.0, element))
             if count is not None and p.count_include_pad:
                 with b.if_(b.all_of(in_padded)):
-                    _accumulate(b, count, arith.AddfOp, b.f32(1.0))
+                    _accumulate(b, count, arith.AddfOp, b.constant(1.0, element))
         result = b.load(acc, [0], name="max" if p.kind == "max" else "sum")
         if lp:
             result = _lp_root(b, result, p.p)
         if average:
-            divisor = b.load(count, [0], name="count") if count is not None else b.f32(math.prod(p.kernel))
+            divisor = (b.load(count, [0], name="count") if count is not None
+                       else b.constant(math.prod(p.kernel), element))
             result = b.fop(arith.DivfOp, result, divisor, name="mean")
         b.store(result, y, [n, c, *out], [0] if partial else [])
     return kernel

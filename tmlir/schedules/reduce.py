@@ -29,7 +29,8 @@ Every thread of the row ends with the row's value, the same in all of them (bitw
 for the sign of a zero max or min). ``T <= 32`` is a warp (or part of one) per row, for
 short rows; ``T > 32`` a block (or a part of one) per row, for long rows; ``T = 1`` a
 thread per row, the default for many strided rows: consecutive threads take adjacent rows,
-so their loads coalesce where the columns of one row would be far apart. A block is whole
+so their loads coalesce where the columns of one row would be far apart, and the schedule
+of every f64 row (computed in double; ``tm.shuffle`` takes no f64). A block is whole
 warps and every thread executes every shuffle and barrier: rows past the tensor and
 columns past the row are masked only around the loads and stores, as CUDA's full-mask
 shuffles require. Each statistic has its own shared ``partial`` buffer, so one barrier per
@@ -52,14 +53,14 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import Float32Type, MemRefType, i1
+from xdsl.dialects.builtin import Float32Type, Float64Type, MemRefType, i1
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tmlir.dialects import tm
 from tmlir.gpu_limits import MAX_THREADS_PER_BLOCK, WARP_SIZE
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.mapping import repeat, spatial
-from tmlir.schedules.common import broadcast_index, f32_memref, kernel_attributes, name_args
+from tmlir.schedules.common import broadcast_index, kernel_attributes, name_args
 
 REDUCE_KINDS = ("sum", "mean", "max", "min", "prod", "l1", "l2", "sum_square", "log_sum",
                 "log_sum_exp")
@@ -229,11 +230,12 @@ class ReduceParams:
 @dataclass(frozen=True)
 class Combine:
     """How two partial results of a statistic combine, the identity they start from, and
-    their type (f32, or an integer type such as the i32 of a column index)."""
+    their type (None: the kernel's float type, f32 or f64; or an integer type such as the
+    i32 of a column index)."""
 
     identity: float
     apply: Callable[[IRBuilder, SSAValue, SSAValue, str | None], SSAValue]
-    type: Attribute = Float32Type()
+    type: Attribute | None = None
 
 
 def _op_combine(op_type: type[Operation], identity: float) -> Combine:
@@ -269,12 +271,15 @@ class _RowSchedule:
 
     def __init__(self, name: str, op: str, problem: RowProblem, params: ReduceParams,
                  args: Sequence[tuple[str, Sequence[int]] | tuple[str, Sequence[int], Attribute]],
-                 statistics: Sequence[str | tuple[str, Attribute]]) -> None:
-        """`args`: (name, shape[, element type (default f32)]) of each kernel argument;
-        `statistics`: the name[, and type (default f32)] of each statistic."""
+                 statistics: Sequence[str | tuple[str, Attribute]],
+                 float_type: Attribute = Float32Type()) -> None:
+        """`args`: (name, shape[, element type (default `float_type`)]) of each kernel
+        argument; `statistics`: the name[, and type (default `float_type`)] of each
+        statistic. `float_type` is what the kernel computes in: f32, or f64 (in double)."""
+        self.float_type = float_type
         self.p, self.P = problem, params
         strided = {"axes": ",".join(map(str, problem.reduced))} if problem.strided else {}
-        types = [MemRefType(a[2] if len(a) > 2 else Float32Type(), list(a[1])) for a in args]
+        types = [MemRefType(a[2] if len(a) > 2 else float_type, list(a[1])) for a in args]
         self.kernel = tm.KernelOp(
             name, types, params.blocks(problem),
             params.threads,
@@ -286,8 +291,8 @@ class _RowSchedule:
         b = self.b = IRBuilder.at_end(self.kernel.body.block)
         self.bid = b.insert(tm.BlockIdOp(), "bid").results[0]
         self.tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
-        typed = [(s, Float32Type()) if isinstance(s, str) else s for s in statistics]
-        self.accs = {Float32Type(): b.insert(tm.AllocOp("register", f32_memref((1,))), "acc").results[0]}
+        typed = [(s, float_type) if isinstance(s, str) else s for s in statistics]
+        self.accs = {float_type: b.insert(tm.AllocOp("register", MemRefType(float_type, [1])), "acc").results[0]}
         for _, type in typed:
             if type not in self.accs:
                 register = tm.AllocOp("register", MemRefType(type, [1]))
@@ -346,8 +351,9 @@ class _RowSchedule:
         """``combine`` over the row of ``element(x)`` (or ``element_at(x, column
         coordinates)``), in every thread of the row."""
         b, P = self.b, self.P
-        acc = self.accs[combine.type]
-        b.store(b.constant(combine.identity, combine.type), acc, [0])
+        type = combine.type or self.float_type
+        acc = self.accs[type]
+        b.store(b.constant(combine.identity, type), acc, [0])
         with self.columns() as (index, col):
             x = b.load(self.args["x"], index, name="v")
             value = element_at(x, col) if element_at is not None else element(x)
@@ -381,8 +387,21 @@ class _RowSchedule:
         return b.if_(first)
 
 
+def _params(problem: RowProblem, params: ReduceParams | None, element: Attribute) -> ReduceParams:
+    """`params`, or the default schedule of `problem`. An f64 row is reduced by one thread
+    (rows stacked 32 or more to a block): ``tm.shuffle`` does not take f64 values."""
+    if element != Float64Type():
+        return params or ReduceParams.default_for(problem)
+    if params is None:
+        return ReduceParams(1, max(WARP_SIZE, min(DEFAULT_BLOCK, _next_pow2(problem.rows))))
+    if params.threads_per_row != 1:
+        raise ValueError(f"an f64 row takes one thread (no f64 shuffles), got threads_per_row "
+                         f"{params.threads_per_row}")
+    return params
+
+
 def _fdiv(b: IRBuilder, x: SSAValue, y: float, name: str) -> SSAValue:
-    return b.fop(arith.DivfOp, x, b.f32(y), name=name)
+    return b.fop(arith.DivfOp, x, b.constant(y, x.type), name=name)
 
 
 def _square(b: IRBuilder, x: SSAValue) -> SSAValue:
@@ -408,22 +427,24 @@ def reduce_kernel(name: str, kind: str, problem: RowProblem,
 
     `out_shape` is the output buffer's shape, any shape of ``rows`` elements (default
     ``problem.keepdims_shape``; a rank-0 output is ``(1,)``). `element` is the tensors'
-    element type: f32, or ``i1`` for max (any) and min (all), computed in f32 as 0 and 1.
+    element type: f32, f64 (computed in double), or ``i1`` for max (any) and min (all),
+    computed in f32 as 0 and 1.
     ``log_sum_exp`` is ``m + log(sum(exp(x - m)))`` with ``m`` the row's max where it is
     finite, else 0 (an infinite or NaN max makes the sum infinite or NaN as it should).
     """
     if kind not in REDUCE_KINDS:
         raise ValueError(f"unknown reduction '{kind}', expected one of {', '.join(REDUCE_KINDS)}")
-    if element not in (Float32Type(), i1) or (element == i1 and kind not in ("max", "min")):
+    if element not in (Float32Type(), Float64Type(), i1) or (element == i1 and kind not in ("max", "min")):
         raise ValueError(f"reduction '{kind}' of {element} elements is not supported")
     out_shape = tuple(problem.keepdims_shape if out_shape is None else out_shape) or (1,)
     if math.prod(out_shape) != problem.rows:
         raise ValueError(f"output shape {list(out_shape)} does not hold {problem.rows} rows")
-    P = params or ReduceParams.default_for(problem)
+    P = _params(problem, params, element)
     stat, combine, function = _KIND_STATISTICS[kind]
     statistics = [stat, "row_sum"] if kind == "log_sum_exp" else [stat]
     s = _RowSchedule(name, kind, problem, P,
-                     [("x", problem.shape, element), ("out", out_shape, element)], statistics)
+                     [("x", problem.shape, element), ("out", out_shape, element)], statistics,
+                     float_type=Float32Type() if element == i1 else element)
     b = s.b
     with s.rows():
         if element == i1:  # a bool as 0 or 1, back to a bool after the f32 max or min
@@ -438,8 +459,9 @@ def reduce_kernel(name: str, kind: str, problem: RowProblem,
         elif kind == "log_sum":
             value = b.fop(xmath.LogOp, value, name="log_sum")
         elif kind == "log_sum_exp":
-            finite = b.insert(arith.CmpfOp(b.fop(xmath.AbsFOp, value), b.f32(math.inf), "olt")).results[0]
-            shift = b.fop(arith.SelectOp, finite, value, b.f32(0.0), name="shift")
+            infinity, zero = b.constant(math.inf, element), b.constant(0.0, element)
+            finite = b.insert(arith.CmpfOp(b.fop(xmath.AbsFOp, value), infinity, "olt")).results[0]
+            shift = b.fop(arith.SelectOp, finite, value, zero, name="shift")
             total = s.statistic("row_sum", SUM, lambda x: b.fop(xmath.ExpOp, b.fop(arith.SubfOp, x, shift)))
             value = b.fop(arith.AddfOp, b.fop(xmath.LogOp, total), shift, name="log_sum_exp")
         with s.single_thread():
@@ -448,13 +470,15 @@ def reduce_kernel(name: str, kind: str, problem: RowProblem,
 
 
 def softmax_kernel(name: str, problem: RowProblem, log: bool = False,
-                   params: ReduceParams | None = None) -> tm.KernelOp:
+                   params: ReduceParams | None = None, element: Attribute = Float32Type()
+                   ) -> tm.KernelOp:
     """A kernel ``(x, out)``: softmax (``log``: log-softmax) of each row of `problem`:
-    ``exp(x - max) / sum(exp(x - max))`` and ``x - max - log(sum(exp(x - max)))``."""
-    P = params or ReduceParams.default_for(problem)
+    ``exp(x - max) / sum(exp(x - max))`` and ``x - max - log(sum(exp(x - max)))``, on
+    tensors of `element` (f32, or f64 computed in double)."""
+    P = _params(problem, params, element)
     op = "log_softmax" if log else "softmax"
     s = _RowSchedule(name, op, problem, P, [("x", problem.shape), ("out", problem.shape)],
-                     ["row_max", "row_sum"])
+                     ["row_max", "row_sum"], float_type=element)
     b = s.b
     with s.rows():
         row_max = s.statistic("row_max", MAXNUM)
@@ -464,7 +488,7 @@ def softmax_kernel(name: str, problem: RowProblem, log: bool = False,
         if log:
             log_sum = b.fop(xmath.LogOp, row_sum, name="log_sum")
         else:
-            inv_sum = b.fop(arith.DivfOp, b.f32(1.0), row_sum, name="inv_sum")
+            inv_sum = b.fop(arith.DivfOp, b.constant(1.0, element), row_sum, name="inv_sum")
         with s.columns() as (index, _):
             shifted = b.fop(arith.SubfOp, b.load(s.args["x"], index, name="v"), row_max)
             y = (b.fop(arith.SubfOp, shifted, log_sum) if log

@@ -67,7 +67,8 @@ def reduction_kernel(name: str, op: Operation) -> tm.KernelOp:
                                op.smallest is not None, _element(op.input))
         case graph.SoftmaxBaseOp():
             problem = RowProblem.from_axes(_shape(op.input), op.reduced_axes)
-            return softmax_kernel(name, problem, log=isinstance(op, graph.LogSoftmaxOp))
+            return softmax_kernel(name, problem, log=isinstance(op, graph.LogSoftmaxOp),
+                                  element=IRBuilder.computed_type(_element(op.input)))
         case graph.LayerNormOp():
             return layernorm_kernel(
                 name, RowProblem(_shape(op.input), op.axis_value), op.epsilon_value,
@@ -79,5 +80,5 @@ def reduction_kernel(name: str, op: Operation) -> tm.KernelOp:
                 "max" if isinstance(op, graph.MaxPoolOp) else "average", _shape(op.input),
                 kernel, strides, pads, dilations, op.ceil_mode is not None,
                 isinstance(op, graph.AveragePoolOp) and op.count_include_pad is not None)
-            return pool_kernel(name, problem)
+            return pool_kernel(name, problem, element=IRBuilder.computed_type(_element(op.input)))
     raise AssertionError(f"not a reduction op: {op.name}")

@@ -13,7 +13,8 @@ Each family module registers its kernel builder for the op types it schedules
 (``@schedules(...)``, ``registry.py``); importing this module imports them all, and
 `kernel_for` looks the op's type up there. An op's templates take f32 tensors only unless
 the op has the ``AnyElementType`` trait (``dialects/graph/traits.py``); f16 tensors too,
-read widened to f32 and written rounded (``common.half_arguments``).
+read widened to f32 and written rounded (``common.half_arguments``); f64 tensors too for
+`FLOAT64_OPS`, whose templates compute in double.
 
 =====================================  ==================================================
 graph op                               template
@@ -22,6 +23,7 @@ graph op                               template
 elementwise, logic, ``where``, cast    ``elementwise.py`` (one thread per element)
 reductions, softmax, layer norm, pools ``reduction_ops.py`` → ``reduce.py``, ``pool.py``
 ``lp_pool``, ``lrn``                   ``normalization.py`` → ``pool.py``, LRN (per element)
+``max_pool_with_indices``              ``pool_indices.py`` (window, best value and index)
 ``conv``, ``conv_transpose``, BN       ``conv.py`` (implicit GEMM, direct, elementwise)
 data movement                          ``data_movement.py`` (one thread per element)
 ``take``, ``gather_nd``, ...           ``indexing.py`` (run-time indices)
@@ -33,20 +35,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.dialects.builtin import Float16Type, Float32Type, TensorType
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type, TensorType
 from xdsl.ir import Operation, SSAValue
 
+from tmlir import dtypes
 from tmlir.dialects import graph, tm
 from tmlir.schedules import conv, data_movement, elementwise_functions, indexing, normalization, reduction_ops
-from tmlir.schedules import recurrent
+from tmlir.schedules import pool_indices, recurrent
 from tmlir.schedules.common import half_arguments
 from tmlir.schedules.conv import conv_problem
 from tmlir.schedules.conv2d import Conv2dProblem, conv2d_kernel
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
 from tmlir.schedules.registry import NoTemplate, kernel_builder
 
-FAMILIES = (conv, data_movement, elementwise_functions, indexing, normalization, recurrent,
-            reduction_ops)
+FAMILIES = (conv, data_movement, elementwise_functions, indexing, normalization, pool_indices,
+            recurrent, reduction_ops)
 """The family modules: importing one registers its kernel builders (``registry.py``), which
 `kernel_for` finds by the op's type."""
 
@@ -56,15 +59,24 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
     return tuple(value.type.get_shape())
 
 
+#: Ops whose templates compute in their tensors' float type: f64 tensors in double too.
+FLOAT64_OPS = (graph.UnaryElementwiseOp, graph.PowOp, graph.MeanOp, graph.ReduceOp,
+               graph.SoftmaxBaseOp, graph.MatmulOp, graph.AveragePoolOp)
+
+
 def check_element_types(op: Operation) -> None:
-    """NoTemplate if `op` has a tensor neither f32 nor f16 and its template computes in f32
-    only (an f16 tensor is read widened and written rounded: `half_arguments`)."""
+    """NoTemplate if `op` has a tensor neither f32 nor f16 (nor f64, for `FLOAT64_OPS`) and
+    its template computes in f32 only (an f16 tensor is read widened and written rounded:
+    `half_arguments`)."""
     if op.has_trait(graph.AnyElementType):
         return
+    floats = (Float32Type, Float16Type, BFloat16Type, Float64Type) if isinstance(op, FLOAT64_OPS) \
+        else (Float32Type, Float16Type, BFloat16Type)
     for value in (*op.operands, *op.results):
         element = value.type.get_element_type()  # type: ignore[attr-defined]
-        if not isinstance(element, Float32Type | Float16Type):
-            raise NoTemplate(f"'{op.name}' is scheduled for f32 and f16 tensors only, got {value.type}")
+        if not isinstance(element, floats):
+            allowed = "f32, f16, bf16 and f64" if len(floats) == 4 else "f32, f16 and bf16"
+            raise NoTemplate(f"'{op.name}' is scheduled for {allowed} tensors only, got {value.type}")
 
 
 TunableProblem = MatmulProblem | Conv2dProblem
@@ -109,7 +121,11 @@ def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None
         template, problem = tunable
         params = tuned(template, problem) if tuned is not None else None
         if isinstance(problem, MatmulProblem):
-            kernel = matmul_simt_kernel(name, problem, params or MatmulSimtParams.default_for(problem))
+            element = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
+            if isinstance(element, Float64Type):  # in double; records tune f32 (the defaults fit f64)
+                kernel = matmul_simt_kernel(name, problem, MatmulSimtParams.default_for(problem), element)
+            else:
+                kernel = matmul_simt_kernel(name, problem, params or MatmulSimtParams.default_for(problem))
         else:
             kernel = conv2d_kernel(name, problem, params)
     elif (builder := kernel_builder(type(op))) is None:
@@ -117,7 +133,7 @@ def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None
     else:
         kernel = builder(name, op)
     elements = [v.type.get_element_type() for v in (*op.operands, *op.results)]  # type: ignore[attr-defined]
-    if kernel is None or not any(isinstance(e, Float16Type) for e in elements):
+    if kernel is None or not any(dtypes.is_narrow_float(e) for e in elements):
         return kernel
     if len(kernel.body.block.args) != len(elements):  # not the shared interface: no f16 view
         raise NoTemplate(f"'{op.name}' is scheduled for f32 tensors only, got f16")

@@ -21,10 +21,10 @@ broadcast numpy-style.
 
 
 One module per op family: ``weight``, ``elementwise``, ``matmul``, ``reductions`` (reduce,
-softmax, normalization, pools), ``normalization`` (Lp pool, LRN), ``conv``, ``data_movement``, ``resize``, ``indexing``
-(run-time indices), ``logic`` (comparisons, logical ops, ``where``, ``cast``),
-``recurrent`` (the time loop of LSTM, GRU and RNN layers) and ``fused``
-(fusion groups); shape
+softmax, normalization, pools), ``normalization`` (Lp pool, LRN), ``pool_indices`` (max
+pool with argmax), ``conv``, ``data_movement``, ``resize``, ``indexing`` (run-time
+indices), ``logic`` (comparisons, logical ops, ``where``, ``cast``), ``recurrent`` (the
+time loop of LSTM, GRU and RNN layers) and ``fused`` (fusion groups); shape
 helpers in ``shapes``. Each module's ``__all__`` is what it adds to the dialect: its ops are
 registered and its names are importable from ``tmlir.dialects.graph``. What passes and
 schedules need to know about an op (``Injective``, ``AnyElementType``, ``NoOpWhen``) is
@@ -47,6 +47,7 @@ from tmlir.dialects.graph import (
     logic,
     matmul,
     normalization,
+    pool_indices,
     recurrent,
     reductions,
     resize,
@@ -60,6 +61,7 @@ from tmlir.dialects.graph.indexing import *  # noqa: F403
 from tmlir.dialects.graph.logic import *  # noqa: F403
 from tmlir.dialects.graph.matmul import *  # noqa: F403
 from tmlir.dialects.graph.normalization import *  # noqa: F403
+from tmlir.dialects.graph.pool_indices import *  # noqa: F403
 from tmlir.dialects.graph.recurrent import *  # noqa: F403
 from tmlir.dialects.graph.reductions import *  # noqa: F403
 from tmlir.dialects.graph.resize import *  # noqa: F403
@@ -67,8 +69,9 @@ from tmlir.dialects.graph.shapes import *  # noqa: F403
 from tmlir.dialects.graph.traits import *  # noqa: F403
 from tmlir.dialects.graph.weight import *  # noqa: F403
 
-FAMILIES: tuple[ModuleType, ...] = (weight, elementwise, matmul, reductions, normalization, conv,
-                                    data_movement, resize, indexing, logic, recurrent, fused)
+FAMILIES: tuple[ModuleType, ...] = (weight, elementwise, matmul, reductions, normalization,
+                                    pool_indices, conv, data_movement, resize, indexing, logic,
+                                    recurrent, fused)
 
 
 def family_ops(module: ModuleType) -> list[type[IRDLOperation]]:

@@ -26,10 +26,12 @@ from xdsl.dialects.builtin import (
     Float32Type,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
     TensorType,
     UnitAttr,
     f16,
     f32,
+    f64,
     i1,
     i64,
 )
@@ -51,6 +53,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from tmlir import dtypes
 from tmlir.dialects.graph import axis_ops
 from tmlir.dialects.graph.axis_ops import *  # noqa: F403
 from tmlir.dialects.graph.shapes import tensor_shape
@@ -167,15 +170,15 @@ class ReduceMeanOp(_IdentityOnOneReduceOp):
 
 
 class _BoolOrF32ReduceOp(_IdentityOnOneReduceOp):
-    """A reduction of f32 (or f16) tensors, or of ``i1`` ones (max: any, min: all)."""
+    """A reduction of f32 (or f16, f64) tensors, or of ``i1`` ones (max: any, min: all)."""
 
     traits = traits_def(AnyElementType())
 
     def verify_(self) -> None:
         super().verify_()
         element = self.input.type.get_element_type()
-        if element not in (f32, f16, i1):
-            raise VerifyException(f"expected f32 or i1 elements, got {element}")  # (or f16)
+        if element not in (f32, f16, f64, i1):
+            raise VerifyException(f"expected f32 or i1 elements, got {element}")  # (or f16, f64)
 
 
 @irdl_op_definition
@@ -426,9 +429,16 @@ class PoolOp(IRDLOperation):
 
 @irdl_op_definition
 class MaxPoolOp(PoolOp):
-    """The largest element of each window; padding takes no part."""
+    """The largest element of each window; padding takes no part. Floats or integers."""
 
     name = "graph.max_pool"
+    traits = traits_def(AnyElementType())
+
+    def verify_(self) -> None:
+        super().verify_()
+        element = self.input.type.get_element_type()
+        if element == i1 or not (isinstance(element, IntegerType) or dtypes.is_float(element)):
+            raise VerifyException(f"expected float or integer elements, got {element}")
 
 
 @irdl_op_definition

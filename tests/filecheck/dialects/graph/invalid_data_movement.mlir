@@ -115,8 +115,8 @@ func.func @pad_negative_edge(%x: tensor<3xf32>) {
 // -----
 
 func.func @resize_mode(%x: tensor<1x4xf32>) {
-  // CHECK: Operation does not verify: unknown mode "cubic", expected one of nearest, linear
-  %y = graph.resize %x {mode = "cubic", coordinate_transformation_mode = "half_pixel", scales = array<f32: 1.0, 2.0>} : tensor<1x4xf32> -> tensor<1x8xf32>
+  // CHECK: Operation does not verify: unknown mode "area", expected one of nearest, linear, cubic
+  %y = graph.resize %x {mode = "area", coordinate_transformation_mode = "half_pixel", scales = array<f32: 1.0, 2.0>} : tensor<1x4xf32> -> tensor<1x8xf32>
   func.return
 }
 

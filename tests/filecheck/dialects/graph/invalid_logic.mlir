@@ -4,7 +4,7 @@
 // invalid.mlir for how the checks are written).
 
 func.func @compare_bools(%m: tensor<3xi1>) {
-  // CHECK: Operation does not verify: lhs must have element type f32, f16, f64, i64, i32, i16, i8, ui64, ui32, ui16, ui8, got i1
+  // CHECK: Operation does not verify: lhs must have element type f32, f16, bf16, f64, i64, i32, i16, i8, ui64, ui32, ui16, ui8, got i1
   %y = graph.less %m, %m : (tensor<3xi1>, tensor<3xi1>) -> tensor<3xi1>
   func.return
 }
@@ -44,7 +44,7 @@ func.func @logic_broadcast(%m: tensor<3xi1>, %n: tensor<4xi1>) {
 // -----
 
 func.func @is_nan_of_ints(%a: tensor<3xi64>) {
-  // CHECK: Operation does not verify: input must have element type f32, f16, f64, got i64
+  // CHECK: Operation does not verify: input must have element type f32, f16, bf16, f64, got i64
   %y = graph.is_nan %a : tensor<3xi64> -> tensor<3xi1>
   func.return
 }
@@ -75,9 +75,9 @@ func.func @cast_shape(%x: tensor<3xf32>) {
 
 // -----
 
-func.func @cast_to_bf16(%x: tensor<3xf32>) {
-  // CHECK: Operation does not verify: result must have element type f32, i64, i32, i1, f16, f64, i8, i16, ui8, ui16, ui32, ui64, got bf16
-  %y = graph.cast %x : tensor<3xf32> -> tensor<3xbf16>
+func.func @cast_to_f80(%x: tensor<3xf32>) {
+  // CHECK: Operation does not verify: result must have element type f32, i64, i32, i1, f16, f64, i8, i16, ui8, ui16, ui32, ui64, bf16, f8E4M3FN, f8E4M3FNUZ, f8E5M2, f8E5M2FNUZ, got f80
+  %y = graph.cast %x : tensor<3xf32> -> tensor<3xf80>
   func.return
 }
 

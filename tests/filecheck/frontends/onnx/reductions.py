@@ -8,7 +8,7 @@
 # RUN: tm-opt %t.layernorm.onnx | filecheck %s --check-prefix=LAYERNORM
 # RUN: tm-opt %t.pool.onnx | filecheck %s --check-prefix=POOL
 # RUN: not tm-opt %t.axes.onnx 2>&1 | filecheck %s --check-prefix=AXES
-# RUN: not tm-opt %t.indices.onnx 2>&1 | filecheck %s --check-prefix=INDICES
+# RUN: tm-opt %t.indices.onnx | filecheck %s --check-prefix=INDICES
 import os
 import sys
 
@@ -74,7 +74,10 @@ save(f"{sys.argv[1]}.pool.onnx", [
 save(f"{sys.argv[1]}.axes.onnx", [helper.make_node("ReduceMean", ["x"], ["y"], axes=[1], name="mean")],
      [("x", [2, 3])], [("y", None)], opset=18)
 
-# INDICES: tm-opt: error: node 'pool' (MaxPool): output 'i' is used, but only the first output is supported
+# MaxPool's Indices, used: graph.max_pool_with_indices (storage_order = 1: column_major).
+# INDICES:      %y, %i = graph.max_pool_with_indices %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, column_major} : tensor<1x1x4x4xf32> -> (tensor<1x1x3x3xf32>, tensor<1x1x3x3xi64>)
+# INDICES-NEXT: %f = graph.cast %i
 save(f"{sys.argv[1]}.indices.onnx",
-     [helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], name="pool")],
-     [("x", [1, 1, 4, 4])], [("y", None), ("i", None)])
+     [helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], storage_order=1, name="pool"),
+      helper.make_node("Cast", ["i"], ["f"], to=1)],
+     [("x", [1, 1, 4, 4])], [("y", None), ("f", None)])
