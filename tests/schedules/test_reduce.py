@@ -18,11 +18,11 @@ from tmlir.backends.ptx import ptxas_stats
 from tmlir.dialects import tm, tmgpu
 from tmlir.passes.lower_to_cuda import LowerToCuda
 from tmlir.registry import make_context
+from tmlir.schedules.layernorm import layernorm_kernel
 from tmlir.schedules.reduce import (
     REDUCE_KINDS,
     ReduceParams,
     RowProblem,
-    layernorm_kernel,
     reduce_kernel,
     softmax_kernel,
 )

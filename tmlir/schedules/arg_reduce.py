@@ -25,7 +25,7 @@ from xdsl.ir import SSAValue
 
 from tmlir.dialects import tm
 from tmlir.ir.builder import Index, IRBuilder
-from tmlir.schedules.reduce import MAX, MIN, Combine, ReduceParams, RowProblem, _RowSchedule
+from tmlir.schedules.reduce import MAX, MIN, Combine, ReduceParams, RowProblem, RowSchedule
 
 _NOT_FOUND_FIRST = 2**31 - 1
 _NOT_FOUND_LAST = -1
@@ -38,7 +38,7 @@ def _check_problem(problem: RowProblem) -> None:
         raise ValueError(f"rows of {problem.cols} elements are longer than 2^31 - 1")
 
 
-def _extreme_index(s: _RowSchedule, best: SSAValue, last: bool) -> SSAValue:
+def _extreme_index(s: RowSchedule, best: SSAValue, last: bool) -> SSAValue:
     """The i32 column of the first (`last`: last) element of the row that is `best` (or a
     NaN when `best` is NaN), in every thread of the row."""
     b = s.b
@@ -69,7 +69,7 @@ def arg_reduce_kernel(name: str, problem: RowProblem, smallest: bool = False, la
     out_shape = tuple(problem.keepdims_shape if out_shape is None else out_shape) or (1,)
     P = params or ReduceParams.default_for(problem)
     op = "arg_min" if smallest else "arg_max"
-    s = _RowSchedule(name, op, problem, P, [("x", problem.shape), ("out", out_shape, i64)],
+    s = RowSchedule(name, op, problem, P, [("x", problem.shape), ("out", out_shape, i64)],
                      ["row_best", ("row_index", i32)])
     b = s.b
     with s.rows():
@@ -87,7 +87,7 @@ def hardmax_kernel(name: str, problem: RowProblem,
     first NaN where the row has one), 0 elsewhere."""
     _check_problem(problem)
     P = params or ReduceParams.default_for(problem)
-    s = _RowSchedule(name, "hardmax", problem, P, [("x", problem.shape), ("out", problem.shape)],
+    s = RowSchedule(name, "hardmax", problem, P, [("x", problem.shape), ("out", problem.shape)],
                      ["row_best", ("row_index", i32)])
     b = s.b
     with s.rows():

@@ -1,4 +1,4 @@
-"""Row reductions with warp shuffles: reduce (sum, mean, max, min), softmax, layernorm.
+"""Row reductions with warp shuffles: reduce (sum, mean, max, min, ...) and softmax.
 
 A tensor of shape ``(d0, ..., dn)`` is viewed as ``rows x cols``: a row is the elements
 that share every coordinate outside the reduced dims, ``cols`` the product of the reduced
@@ -39,8 +39,8 @@ statistic is enough.
 Kernels: :func:`reduce_kernel` (sum, mean, max, min, prod, l1, l2, sum_square, log_sum,
 log_sum_exp: a statistic with another combine, element function or finalization; its max
 and min propagate NaN, as numpy's, and take bools too: any, all),
-:func:`softmax_kernel` (and log-softmax), :func:`layernorm_kernel` (optionally with each
-row's mean and inverse standard deviation). One pass over the row per statistic plus one for the output;
+:func:`softmax_kernel` (and log-softmax); `RowSchedule` is what every row kernel is built on
+(``layernorm.py``, ``arg_reduce.py``). One pass over the row per statistic plus one for the output;
 the row is read again from global memory each time (no register caching yet).
 """
 
@@ -60,7 +60,7 @@ from tmlir.dialects import tm
 from tmlir.gpu_limits import MAX_THREADS_PER_BLOCK, WARP_SIZE
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.mapping import repeat, spatial
-from tmlir.schedules.common import broadcast_index, kernel_attributes, name_args
+from tmlir.schedules.common import kernel_attributes, name_args
 
 REDUCE_KINDS = ("sum", "mean", "max", "min", "prod", "l1", "l2", "sum_square", "log_sum",
                 "log_sum_exp")
@@ -264,7 +264,7 @@ MAX = _nan_extremum("olt", -math.inf)
 MIN = _nan_extremum("ogt", math.inf)
 
 
-class _RowSchedule:
+class RowSchedule:
     """The skeleton every kernel of this file shares: blocks and threads mapped to rows,
     each thread's strided slice of its row, and row statistics (accumulate, butterfly,
     cross-warp combine)."""
@@ -400,7 +400,7 @@ def _params(problem: RowProblem, params: ReduceParams | None, element: Attribute
     return params
 
 
-def _fdiv(b: IRBuilder, x: SSAValue, y: float, name: str) -> SSAValue:
+def fdiv(b: IRBuilder, x: SSAValue, y: float, name: str) -> SSAValue:
     return b.fop(arith.DivfOp, x, b.constant(y, x.type), name=name)
 
 
@@ -442,7 +442,7 @@ def reduce_kernel(name: str, kind: str, problem: RowProblem,
     P = _params(problem, params, element)
     stat, combine, function = _KIND_STATISTICS[kind]
     statistics = [stat, "row_sum"] if kind == "log_sum_exp" else [stat]
-    s = _RowSchedule(name, kind, problem, P,
+    s = RowSchedule(name, kind, problem, P,
                      [("x", problem.shape, element), ("out", out_shape, element)], statistics,
                      float_type=Float32Type() if element == i1 else element)
     b = s.b
@@ -453,7 +453,7 @@ def reduce_kernel(name: str, kind: str, problem: RowProblem,
         else:
             value = s.statistic(stat, combine, (lambda x: function(b, x)) if function else lambda x: x)
         if kind == "mean":
-            value = _fdiv(b, value, float(problem.cols), "mean")
+            value = fdiv(b, value, float(problem.cols), "mean")
         elif kind == "l2":
             value = b.fop(xmath.SqrtOp, value, name="norm")
         elif kind == "log_sum":
@@ -477,7 +477,7 @@ def softmax_kernel(name: str, problem: RowProblem, log: bool = False,
     tensors of `element` (f32, or f64 computed in double)."""
     P = _params(problem, params, element)
     op = "log_softmax" if log else "softmax"
-    s = _RowSchedule(name, op, problem, P, [("x", problem.shape), ("out", problem.shape)],
+    s = RowSchedule(name, op, problem, P, [("x", problem.shape), ("out", problem.shape)],
                      ["row_max", "row_sum"], float_type=element)
     b = s.b
     with s.rows():
@@ -495,66 +495,3 @@ def softmax_kernel(name: str, problem: RowProblem, log: bool = False,
                  else b.fop(arith.MulfOp, b.fop(xmath.ExpOp, shifted), inv_sum))
             b.store(y, s.args["out"], index)
     return s.kernel
-
-
-def layernorm_kernel(name: str, problem: RowProblem, epsilon: float = 1e-5,
-                     scale_shape: Sequence[int] | None = None,
-                     bias_shape: Sequence[int] | None = None,
-                     params: ReduceParams | None = None,
-                     statistics: bool = False) -> tm.KernelOp:
-    """A kernel ``(x, [scale,] [bias,] out[, mean, inv_std_dev])``: each row normalized to
-    zero mean and unit variance, then times ``scale`` and plus ``bias`` (each optional,
-    broadcast numpy-style to the reduced dims ``problem.col_shape``):
-    ``(x - mean) / sqrt(var + epsilon) * scale + bias``. With `statistics`, also each row's
-    mean and ``1 / sqrt(var + epsilon)``, of shape ``problem.keepdims_shape`` (ONNX
-    LayerNormalization's optional outputs).
-
-    The variance is two-pass, ``mean((x - mean)^2)``: no cancellation as in
-    ``E[x^2] - E[x]^2``.
-    """
-    P = params or ReduceParams.default_for(problem)
-    for what, shape in (("scale", scale_shape), ("bias", bias_shape)):
-        if shape is not None and not _broadcasts(tuple(shape), problem.col_shape):
-            raise ValueError(f"{what} shape {list(shape)} does not broadcast to the normalized "
-                             f"shape {list(problem.col_shape)}")
-    args = [("x", problem.shape)]
-    args += [("scale", tuple(scale_shape))] if scale_shape is not None else []
-    args += [("bias", tuple(bias_shape))] if bias_shape is not None else []
-    args += [("out", problem.shape)]
-    stats_shape = problem.keepdims_shape
-    args += [("mean", stats_shape), ("inv_std_dev", stats_shape)] if statistics else []
-    s = _RowSchedule(name, "layernorm", problem, P, args, ["row_sum", "row_sq"])
-    b = s.b
-    cols = float(problem.cols)
-    with s.rows():
-        mean = _fdiv(b, s.statistic("row_sum", SUM), cols, "mean")
-
-        def square(x: SSAValue) -> SSAValue:
-            d = b.fop(arith.SubfOp, x, mean)
-            return b.fop(arith.MulfOp, d, d)
-
-        var = _fdiv(b, s.statistic("row_sq", SUM, square), cols, "var")
-        std = b.fop(xmath.SqrtOp, b.fop(arith.AddfOp, var, b.f32(epsilon)))
-        rstd = b.fop(arith.DivfOp, b.f32(1.0), std, name="rstd")
-        if statistics:
-            with s.single_thread():
-                at = b.unravel(s.row, stats_shape, in_range=True)
-                b.store(mean, s.args["mean"], at)
-                b.store(rstd, s.args["inv_std_dev"], at)
-        with s.columns() as (index, col):
-            x = b.load(s.args["x"], index, name="v")
-            y = b.fop(arith.MulfOp, b.fop(arith.SubfOp, x, mean), rstd)
-            for what, hint, op_type in (("scale", "gamma", arith.MulfOp),
-                                        ("bias", "beta", arith.AddfOp)):
-                if what in s.args:
-                    shape = s.args[what].type.get_shape()
-                    v = b.load(s.args[what], broadcast_index(col, problem.col_shape, shape),
-                               name=hint)
-                    y = b.fop(op_type, y, v)
-            b.store(y, s.args["out"], index)
-    return s.kernel
-
-
-def _broadcasts(shape: tuple[int, ...], to: tuple[int, ...]) -> bool:
-    return len(shape) <= len(to) and all(
-        d in (1, t) for d, t in zip(reversed(shape), reversed(to)))

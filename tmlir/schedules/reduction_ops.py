@@ -19,8 +19,9 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from tmlir.dialects import graph, tm
 from tmlir.ir.builder import IRBuilder
 from tmlir.schedules.arg_reduce import arg_reduce_kernel, hardmax_kernel
+from tmlir.schedules.layernorm import layernorm_kernel
 from tmlir.schedules.pool import PoolProblem, pool_kernel
-from tmlir.schedules.reduce import RowProblem, layernorm_kernel, reduce_kernel, softmax_kernel
+from tmlir.schedules.reduce import RowProblem, reduce_kernel, softmax_kernel
 from tmlir.schedules.registry import schedules
 from tmlir.schedules.scan import cumsum_kernel
 from tmlir.schedules.topk import topk_kernel
