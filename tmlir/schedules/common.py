@@ -1,9 +1,11 @@
-"""Pieces shared by schedule templates: buffer types, index helpers, kernel attributes, and
-`half_arguments`, which makes a template that computes in f32 serve float16 tensors."""
+"""Pieces shared by schedule templates: buffer types, index helpers, kernel attributes,
+`per_element` (one thread per element of a shape) and `half_arguments`, which makes a
+template that computes in f32 serve float16 tensors."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from xdsl.dialects.builtin import (
     DictionaryAttr,
@@ -13,12 +15,13 @@ from xdsl.dialects.builtin import (
     StringAttr,
     i64,
 )
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, SSAValue
 from xdsl.rewriter import Rewriter
 
 from tmlir import dtypes
 from tmlir.dialects import tm
 from tmlir.ir.builder import Index, IRBuilder
+from tmlir.mapping import spatial
 
 
 def f32_memref(shape: Sequence[int]) -> MemRefType:
@@ -50,6 +53,33 @@ def broadcast_guards(out_shape: Sequence[int], in_shape: Sequence[int],
         d for d, extent in enumerate(in_shape)
         if d + offset in guarded_out_dims and not (extent == 1 and out_shape[d + offset] != 1)
     ]
+
+
+_SPATIAL_LETTERS = {1: "w", 2: "hw", 3: "dhw"}
+
+
+def spatial_names(prefix: str, k: int) -> list[str]:
+    """Names of `k` spatial dims: ``ow`` (1-D), ``oh``, ``ow`` (2-D), ``od``, ``oh``, ``ow``
+    (3-D), ``o0``, ``o1``, ... past that (for ``prefix = "o"``)."""
+    letters = _SPATIAL_LETTERS.get(k)
+    return [f"{prefix}{letters[d]}" if letters else f"{prefix}{d}" for d in range(k)]
+
+
+@contextmanager
+def per_element(b: IRBuilder, bid: SSAValue, tid: SSAValue, grid: int, block: int,
+                shape: Sequence[int], names: Sequence[str], partial: bool) -> Iterator[list[Index]]:
+    """One thread per element of `shape`: ``spatial(grid)`` on the block id and
+    ``spatial(block)`` on the thread id, the linear index unravelled over `shape` into the
+    coordinates it yields, named `names` (where a value has no name yet). With `partial`
+    (``grid * block`` exceeds the elements) the first coordinate may be past its extent:
+    the caller guards it."""
+    with (b.for_task(spatial(grid), bid, ["blk"]) as (blk,),
+          b.for_task(spatial(block), tid, ["t"]) as (t,)):
+        coords = b.unravel(b.add(b.mul(blk, block), t, "idx"), shape, in_range=not partial)
+        for value, hint in zip(coords, names):
+            if isinstance(value, SSAValue) and value.name_hint is None:
+                value.name_hint = hint
+        yield coords
 
 
 def name_args(kernel, names: Sequence[str]) -> None:

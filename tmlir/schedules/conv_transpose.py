@@ -29,8 +29,8 @@ from xdsl.ir import SSAValue
 from tmlir.dialects import tm
 from tmlir.gpu_limits import WARP_SIZE
 from tmlir.ir.builder import Index, IRBuilder
-from tmlir.mapping import repeat, spatial
-from tmlir.schedules.common import f32_memref, kernel_attributes, name_args
+from tmlir.mapping import repeat
+from tmlir.schedules.common import f32_memref, kernel_attributes, name_args, per_element, spatial_names
 
 Dims = tuple[int, ...]
 
@@ -123,13 +123,6 @@ def _x(values: Sequence[int]) -> str:
     return "x".join(map(str, values))
 
 
-_LETTERS = {1: "w", 2: "hw", 3: "dhw"}
-
-
-def _names(prefix: str, k: int) -> list[str]:
-    """Per spatial dim names: ``oh``, ``ow`` for 2-D, ``od``, ``oh``, ``ow`` for 3-D."""
-    letters = _LETTERS.get(k)
-    return [f"{prefix}{letters[d]}" if letters else f"{prefix}{d}" for d in range(k)]
 
 
 @dataclass(frozen=True)
@@ -179,23 +172,18 @@ def conv_transpose_kernel(name: str, problem: ConvTransposeProblem,
     bid = b.insert(tm.BlockIdOp(), "bid").results[0]
     tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
     acc = b.insert(tm.AllocOp("register", f32_memref((1,))), "acc").results[0]
-    with (b.for_task(spatial(grid), bid, ["blk"]) as (blk,),
-          b.for_task(spatial(block), tid, ["t"]) as (t,)):
-        n, co, *out = b.unravel(b.add(b.mul(blk, block), t, "idx"), p.out_shape,
-                                in_range=not partial)
-        for value, hint in zip((n, co, *out), ("n", "co", *_names("o", k))):
-            if isinstance(value, SSAValue) and value.name_hint is None:
-                value.name_hint = hint
+    with per_element(b, bid, tid, grid, block, p.out_shape, ["n", "co", *spatial_names("o", k)],
+                     partial) as (n, co, *out):
         group = b.div(co, p.group_out, "group")
         c0 = b.mul(group, p.group_in, "c0")
         co_in_group = b.rem(co, p.group_out, "cog")
         b.store(b.f32(0.0), acc, [0])
         with b.for_task(repeat(p.group_in, *p.weight_shape[2:]), None,
-                        ["c", *_names("k", k)]) as (c, *taps):
+                        ["c", *spatial_names("k", k)]) as (c, *taps):
             conditions = [b.lt(n, p.batch)] if partial else []
             coords = [_input_coordinate(b, out[d], taps[d], p.strides[d], p.dilations[d],
                                         p.pads[d], p.input_shape[2 + d], p.weight_shape[2 + d],
-                                        p.out_shape[2 + d], conditions, _names("i", k)[d])
+                                        p.out_shape[2 + d], conditions, spatial_names("i", k)[d])
                       for d in range(k)]
             ci = b.add(c0, c, "ci")
             inside = b.all_of(conditions)

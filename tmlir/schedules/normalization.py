@@ -29,8 +29,8 @@ from xdsl.ir import Operation, SSAValue
 from tmlir.dialects import graph, tm
 from tmlir.gpu_limits import WARP_SIZE
 from tmlir.ir.builder import IRBuilder
-from tmlir.mapping import repeat, spatial
-from tmlir.schedules.common import f32_memref, kernel_attributes, name_args
+from tmlir.mapping import repeat
+from tmlir.schedules.common import f32_memref, kernel_attributes, name_args, per_element
 from tmlir.schedules.pool import PoolParams, PoolProblem, pool_kernel
 from tmlir.schedules.registry import schedules
 
@@ -81,14 +81,8 @@ def lrn_kernel(name: str, problem: LRNProblem, params: PoolParams = PoolParams()
     bid = b.insert(tm.BlockIdOp(), "bid").results[0]
     tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
     acc = b.insert(tm.AllocOp("register", f32_memref((1,))), "acc").results[0]
-    with (b.for_task(spatial(grid), bid, ["blk"]) as (blk,),
-          b.for_task(spatial(block), tid, ["t"]) as (t,)):
-        n, c, *rest = b.unravel(b.add(b.mul(blk, block), t, "idx"), p.shape,
-                                in_range=not partial)
-        hints = ["n", "c", *(f"d{i}" for i in range(len(rest)))]
-        for value, hint in zip((n, c, *rest), hints):
-            if isinstance(value, SSAValue) and value.name_hint is None:
-                value.name_hint = hint
+    with per_element(b, bid, tid, grid, block, p.shape,
+                     ["n", "c", *(f"d{i}" for i in range(len(p.shape) - 2))], partial) as (n, c, *rest):
         n_ok = b.lt(n, p.shape[0], "n_ok") if partial else None  # spare threads: n >= N
         b.store(b.f32(0.0), acc, [0])
         with b.for_task(repeat(p.size), None, ["k"]) as (k,):

@@ -36,8 +36,8 @@ from tmlir.dialects import tm
 from tmlir.dialects.graph import pool_output_size
 from tmlir.gpu_limits import WARP_SIZE
 from tmlir.ir.builder import Index, IRBuilder
-from tmlir.mapping import repeat, spatial
-from tmlir.schedules.common import kernel_attributes, name_args
+from tmlir.mapping import repeat
+from tmlir.schedules.common import kernel_attributes, name_args, per_element, spatial_names
 
 POOL_KINDS = ("max", "average", "lp")
 
@@ -130,12 +130,6 @@ class PoolParams:
     block: int = 256
 
 
-_NAMES = {1: "w", 2: "hw", 3: "dhw"}
-
-
-def _names(prefix: str, k: int) -> list[str]:
-    letters = _NAMES.get(k)
-    return [f"{prefix}{letters[d]}" if letters else f"{prefix}{d}" for d in range(k)]
 
 
 def _accumulate(b: IRBuilder, register: SSAValue, op_type: type, value: SSAValue) -> None:
@@ -209,34 +203,29 @@ def pool_kernel(name: str, problem: PoolProblem, params: PoolParams = PoolParams
     register = MemRefType(element, [1])
     acc = b.insert(tm.AllocOp("register", register), "acc").results[0]
     count = b.insert(tm.AllocOp("register", register), "count").results[0] if counted else None
-    with (b.for_task(spatial(grid), bid, ["blk"]) as (blk,),
-          b.for_task(spatial(block), tid, ["t"]) as (t,)):
-        n, c, *out = b.unravel(b.add(b.mul(blk, block), t, "idx"), p.out_shape,
-                               in_range=not partial)
-        for value, hint in zip((n, c, *out), ["n", "c", *_names("o", k)]):
-            if isinstance(value, SSAValue) and value.name_hint is None:
-                value.name_hint = hint
+    with per_element(b, bid, tid, grid, block, p.out_shape, ["n", "c", *spatial_names("o", k)],
+                     partial) as (n, c, *out):
         n_ok = b.lt(n, p.input_shape[0], "n_ok") if partial else None  # spare threads: n >= N
         b.store(_lowest(b, element) if p.kind == "max" else b.constant(0.0, element), acc, [0])
         if count is not None:
             b.store(b.constant(0.0, element), count, [0])
-        with b.for_task(repeat(*p.kernel), None, _names("k", k)) as taps:
+        with b.for_task(repeat(*p.kernel), None, spatial_names("k", k)) as taps:
             inside = [n_ok] if n_ok is not None else []
             in_padded: list[SSAValue] = []
             coords: list[Index] = []
             for d in range(k):
                 begin = p.pads[d]
                 padded = b.add(b.mul(out[d], p.strides[d]), b.mul(taps[d], p.dilations[d]),
-                               _names("p", k)[d] if begin > 0 else None)
+                               spatial_names("p", k)[d] if begin > 0 else None)
                 if check_begin[d]:
                     inside.append(b.ge(padded, begin))
                 if check_end[d]:
                     inside.append(b.lt(padded, size[d]))
                 if check_padded[d]:
                     in_padded.append(b.lt(padded, size[d] + p.pads[k + d]))
-                coords.append(b.sub(padded, begin, _names("i", k)[d]))
+                coords.append(b.sub(padded, begin, spatial_names("i", k)[d]))
                 if isinstance(coords[-1], SSAValue) and coords[-1].name_hint is None:
-                    coords[-1].name_hint = _names("i", k)[d]  # no begin pad: the same value
+                    coords[-1].name_hint = spatial_names("i", k)[d]  # no begin pad: the same value
             condition = b.all_of(inside)
             if condition is not None and condition.name_hint is None:
                 condition.name_hint = "inside"

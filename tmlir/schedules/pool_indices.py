@@ -27,8 +27,8 @@ from xdsl.ir import Operation, SSAValue
 from tmlir.dialects import graph, tm
 from tmlir.gpu_limits import WARP_SIZE
 from tmlir.ir.builder import Index, IRBuilder
-from tmlir.mapping import repeat, spatial
-from tmlir.schedules.common import f32_memref, kernel_attributes, name_args
+from tmlir.mapping import repeat
+from tmlir.schedules.common import f32_memref, kernel_attributes, name_args, per_element, spatial_names
 from tmlir.schedules.pool import PoolParams, PoolProblem
 from tmlir.schedules.registry import NoTemplate, schedules
 
@@ -40,12 +40,6 @@ def _strides(shape: Sequence[int], column_major: bool) -> list[int]:
     for d in order:
         strides[d], step = step, step * shape[d]
     return strides
-
-
-def _names(prefix: str, k: int) -> list[str]:
-    """Per spatial dim names: ``oh``, ``ow`` for 2-D, ``o0``, ``o1``, ... past 3-D."""
-    letters = {1: "w", 2: "hw", 3: "dhw"}.get(k)
-    return [f"{prefix}{letters[d]}" if letters else f"{prefix}{d}" for d in range(k)]
 
 
 def max_pool_indices_kernel(name: str, problem: PoolProblem, column_major: bool = False,
@@ -78,30 +72,25 @@ def max_pool_indices_kernel(name: str, problem: PoolProblem, column_major: bool 
     tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
     best = b.insert(tm.AllocOp("register", f32_memref((1,))), "best").results[0]
     where = b.insert(tm.AllocOp("register", MemRefType(i64, [1])), "where").results[0]
-    with (b.for_task(spatial(grid), bid, ["blk"]) as (blk,),
-          b.for_task(spatial(block), tid, ["t"]) as (t,)):
-        n, c, *out = b.unravel(b.add(b.mul(blk, block), t, "idx"), p.out_shape,
-                               in_range=not partial)
-        for value, hint in zip((n, c, *out), ["n", "c", *_names("o", k)]):
-            if isinstance(value, SSAValue) and value.name_hint is None:
-                value.name_hint = hint
+    with per_element(b, bid, tid, grid, block, p.out_shape, ["n", "c", *spatial_names("o", k)],
+                     partial) as (n, c, *out):
         inside = [b.lt(n, p.input_shape[0], "n_ok")] if partial else []
         b.store(b.f32(-math.inf), best, [0])
         b.store(b.constant(-1, i64), where, [0])
         base = b.mul(b.add(b.mul(n, p.input_shape[1]), c), plane, "base")
-        with b.for_task(repeat(*p.kernel), None, _names("k", k)) as taps:
+        with b.for_task(repeat(*p.kernel), None, spatial_names("k", k)) as taps:
             checks = list(inside)
             coords: list[Index] = []
             for d in range(k):
                 padded = b.add(b.mul(out[d], p.strides[d]), b.mul(taps[d], p.dilations[d]),
-                               _names("p", k)[d] if p.pads[d] > 0 else None)
+                               spatial_names("p", k)[d] if p.pads[d] > 0 else None)
                 if p.pads[d] > 0:
                     checks.append(b.ge(padded, p.pads[d]))
                 if reach[d] >= size[d]:
                     checks.append(b.lt(padded, size[d]))
-                coords.append(b.sub(padded, p.pads[d], _names("i", k)[d]))
+                coords.append(b.sub(padded, p.pads[d], spatial_names("i", k)[d]))
                 if isinstance(coords[-1], SSAValue) and coords[-1].name_hint is None:
-                    coords[-1].name_hint = _names("i", k)[d]  # no begin pad: the same value
+                    coords[-1].name_hint = spatial_names("i", k)[d]  # no begin pad: the same value
             condition = b.all_of(checks)
             with b.if_(condition) if condition is not None else nullcontext():
                 v = b.load(x, [n, c, *coords], name="v")

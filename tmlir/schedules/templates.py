@@ -40,8 +40,16 @@ from xdsl.ir import Operation, SSAValue
 
 from tmlir import dtypes
 from tmlir.dialects import graph, tm
-from tmlir.schedules import conv, data_movement, elementwise_functions, indexing, normalization, reduction_ops
-from tmlir.schedules import pool_indices, recurrent
+from tmlir.schedules import (
+    conv,
+    data_movement,
+    elementwise_functions,
+    indexing,
+    normalization,
+    pool_indices,
+    recurrent,
+    reduction_ops,
+)
 from tmlir.schedules.common import half_arguments
 from tmlir.schedules.conv import conv_problem
 from tmlir.schedules.conv2d import Conv2dProblem, conv2d_kernel
