@@ -1,12 +1,15 @@
 """``tm-opt`` output: ``-o`` writes whole, through symlinks, keeping the file's mode; a
 device such as /dev/null is written to, never replaced by a regular file; a warning is one
-``tm-opt: warning:`` line."""
+``tm-opt: warning:`` line; a malformed pipeline, a directory as input, an output folder that
+does not exist and a cache directory that is a file are one ``error:`` line each."""
 
 from __future__ import annotations
 
 import os
 import stat
 from pathlib import Path
+
+import pytest
 
 from tmlir.tools.tm_opt import main
 
@@ -57,3 +60,33 @@ def test_a_warning_is_one_line(tmp_path, capsys):
     assert main([str(path), "-o", str(tmp_path / "out.mlir")]) == 0
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("tm-opt: warning: ignored the shapes the model stores")
+
+
+def test_bad_inputs_and_outputs_are_one_line_errors(tmp_path, capsys):
+    source = _source(tmp_path)
+    cases = [
+        ([source, "-p", "canonicalize,,"],
+         "tm-opt: error: bad pass pipeline 'canonicalize,,': Expected pass name here (column 14)"),
+        ([str(tmp_path)], f"tm-opt: error: cannot read '{tmp_path}': it is a directory"),
+        ([source, "-o", str(tmp_path / "missing" / "out.mlir")],
+         f"tm-opt: error: cannot write '{tmp_path / 'missing' / 'out.mlir'}': No such file or directory"),
+    ]
+    for argv, message in cases:
+        assert main(argv) == 1
+        captured = capsys.readouterr()
+        assert captured.err.splitlines() == [message] and captured.out == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.mlir"]  # no stray temp file
+
+
+def test_a_cache_directory_that_is_a_file_is_a_one_line_error(tmp_path, monkeypatch, capsys):
+    from tmlir.backends.cache import CacheError, cache_dir
+
+    blocker = tmp_path / "cache"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("TMLIR_CACHE_DIR", str(blocker))
+    with pytest.raises(CacheError) as info:
+        cache_dir()
+    assert str(info.value) == (f"cache directory '{blocker}' ($TMLIR_CACHE_DIR) cannot be used: "
+                               "it is not a directory")
+    assert blocker.read_text() == "not a folder"
+    assert main([_source(tmp_path), "-t", "cuda"]) == 0  # printing CUDA C needs no cache

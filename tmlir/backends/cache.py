@@ -18,15 +18,25 @@ from pathlib import Path
 from tmlir import __version__
 
 
+class CacheError(OSError):
+    """The cache directory cannot be used; one line naming it and where it came from."""
+
+
 def cache_dir() -> Path:
-    """The cache directory, created on first use."""
+    """The cache directory, created on first use; a CacheError if it cannot be (a file is
+    in its place, no permission)."""
     root = os.environ.get("TMLIR_CACHE_DIR")
     if root:
-        path = Path(root)
+        path, origin = Path(root), "$TMLIR_CACHE_DIR"
     else:
         xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-        path = Path(xdg) / "tmlir"
-    path.mkdir(parents=True, exist_ok=True)
+        path, origin = Path(xdg) / "tmlir", "the default; set $TMLIR_CACHE_DIR to choose another"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        why = "it is not a directory" if path.exists() or isinstance(exc, FileExistsError) else (
+            exc.strerror or str(exc))
+        raise CacheError(f"cache directory '{path}' ({origin}) cannot be used: {why}") from None
     return path
 
 

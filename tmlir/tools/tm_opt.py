@@ -22,11 +22,13 @@ from typing import IO, NoReturn
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 from xdsl.utils.exceptions import (
+    ArgSpecParseError,
     DiagnosticException,
     ParseError,
 )
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from tmlir.backends.cache import CacheError
 from tmlir.context import TmContext
 from tmlir.ir.arith_ext import load_extra_arith_ops
 from tmlir.ir.pipeline import expand_pipeline
@@ -141,6 +143,8 @@ def _main(argv: Sequence[str] | None) -> int:
         driver = TmOptMain(description="tmlir modular optimizer driver", args=argv)
     except _UsageError as exc:
         return _error(str(exc))
+    except ArgSpecParseError as exc:  # a BaseException in xDSL: a malformed pipeline text
+        return _error(f"bad pass pipeline '{driver_passes(argv)}': {_spec_error(exc)}")
     except Exception as exc:  # xDSL reports unknown passes and bad pass options this way
         return _error(f"bad pass pipeline '{driver_passes(argv)}': {exc}")
     finally:
@@ -152,6 +156,10 @@ def _main(argv: Sequence[str] | None) -> int:
         driver.run()
     except FileNotFoundError as exc:
         return _error(f"cannot open '{exc.filename}'")
+    except IsADirectoryError as exc:
+        return _error(f"cannot read '{exc.filename}': it is a directory")
+    except CacheError as exc:  # a target that compiles (emu, PTX) needs the cache
+        return _error(str(exc))
     except (ParseError, DiagnosticException) as exc:  # verify errors, failed passes
         return _error(str(exc).strip())
     except ValueError as exc:  # includes the ONNX frontend's FrontendError
@@ -159,8 +167,18 @@ def _main(argv: Sequence[str] | None) -> int:
     if output_file is None:
         sys.stdout.write(buffer.getvalue())
     else:
-        _write_atomically(output_file, buffer.getvalue())
+        try:
+            _write_atomically(output_file, buffer.getvalue())
+        except OSError as exc:  # a missing folder, no permission, a full disk
+            return _error(f"cannot write '{output_file}': {exc.strerror or exc}")
     return 0
+
+
+def _spec_error(exc: ArgSpecParseError) -> str:
+    """xDSL's multi-line pipeline parse error as one line: its reason and column."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    where = next((line.rsplit(":", 1)[-1] for line in lines if line.startswith("pass-pipeline:")), "")
+    return f"{lines[-1] if lines else 'malformed'}" + (f" (column {where})" if where else "")
 
 
 def driver_passes(argv: Sequence[str] | None) -> str:
