@@ -70,3 +70,19 @@ def manifest_feed(inputs: dict[str, dict], seed: int = 0) -> dict[str, np.ndarra
             arrays[name] = rng.integers(low, high, spec["shape"]).astype(spec["dtype"])
     return arrays
 
+
+def typed_model(nodes, inputs: dict[str, tuple[np.dtype, tuple[int, ...]]],
+                outputs: dict[str, np.dtype], constants: dict[str, np.ndarray] | None = None,
+                opset: int = 18) -> onnx.ModelProto:
+    """A model of `nodes` with typed inputs and outputs: `inputs` name -> (dtype, shape),
+    `outputs` name -> dtype (shapes inferred), `constants` as initializers."""
+    def info(name, dtype, shape=None):
+        return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), shape)
+
+    graph = helper.make_graph(
+        nodes, "typed", [info(n, d, list(s)) for n, (d, s) in inputs.items()],
+        [info(n, d) for n, d in outputs.items()],
+        [numpy_helper.from_array(np.asarray(v), n) for n, v in (constants or {}).items()])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    proto.ir_version = 10
+    return proto

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from models import run_onnxruntime
-from onnx import TensorProto, helper, numpy_helper
+from models import run_onnxruntime, typed_model
+from onnx import TensorProto, helper
 
 import tmlir
 from tmlir import dtypes
@@ -29,20 +29,7 @@ NEW_INTS = [np.dtype(t) for t in (np.int8, np.int16, np.uint8, np.uint16, np.uin
 INTS = [*NEW_INTS, np.dtype(np.int32), np.dtype(np.int64)]
 
 
-def model(nodes, inputs: dict[str, tuple[np.dtype, tuple[int, ...]]],
-          outputs: dict[str, np.dtype], constants: dict[str, np.ndarray] | None = None,
-          opset: int = 18) -> onnx.ModelProto:
-    """`inputs`: name -> (dtype, shape); `outputs`: name -> dtype (shapes inferred)."""
-    def info(name, dtype, shape=None):
-        return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(dtype), shape)
-
-    graph = helper.make_graph(
-        nodes, "dtypes", [info(n, d, list(s)) for n, (d, s) in inputs.items()],
-        [info(n, d) for n, d in outputs.items()],
-        [numpy_helper.from_array(np.asarray(v), n) for n, v in (constants or {}).items()])
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    proto.ir_version = 10
-    return proto
+model = typed_model  # name -> (dtype, shape) inputs, name -> dtype outputs
 
 
 def run(proto: onnx.ModelProto, feed: dict[str, np.ndarray]) -> list[np.ndarray]:

@@ -16,7 +16,8 @@ import ml_dtypes
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from models import typed_model
+from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 from xdsl.dialects.builtin import BFloat16Type, Float8E4M3FNType, Float8E4M3FNUZType, Float8E5M2Type
 
@@ -33,19 +34,8 @@ FLOAT8S = [d.numpy for d in dtypes.FLOAT8S]
 NARROW = [BF16, *FLOAT8S]
 
 
-def model(nodes, inputs: dict[str, tuple[np.dtype, tuple[int, ...]]], outputs: dict[str, np.dtype],
-          constants: dict[str, np.ndarray] | None = None, opset: int = 21) -> onnx.ModelProto:
-    """`inputs`: name -> (dtype, shape); `outputs`: name -> dtype (shapes inferred)."""
-    def info(name, dtype, shape=None):
-        return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(dtype), shape)
-
-    graph = helper.make_graph(
-        nodes, "narrow", [info(n, d, list(s)) for n, (d, s) in inputs.items()],
-        [info(n, d) for n, d in outputs.items()],
-        [numpy_helper.from_array(np.asarray(v), n) for n, v in (constants or {}).items()])
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    proto.ir_version = 10
-    return proto
+def model(nodes, inputs, outputs, constants=None, opset: int = 21) -> onnx.ModelProto:
+    return typed_model(nodes, inputs, outputs, constants, opset)
 
 
 def run(proto: onnx.ModelProto, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
