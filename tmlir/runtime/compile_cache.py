@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from tmlir import dtypes
-from tmlir.backends.cache import cache_dir, cache_key, cached_file
+from tmlir.backends.cache import cache_dir, cache_key, cached_file, mark_used
 from tmlir.backends.cuda_c import CudaProgram
 
 #: Environment variable: ``0`` (or ``false``, ``off``, ``no``) turns the cache off.
@@ -439,7 +439,9 @@ def compile_cached(model: Any, build: Callable[[], Compiled], *,
         return build()
     if path.exists():
         try:
-            return read_entry(path, key, data)
+            compiled = read_entry(path, key, data)
+            mark_used(path)  # for the cache's least-recently-used eviction
+            return compiled
         except BadEntry as exc:
             warnings.warn(f"compile cache: ignored {path} ({exc}); compiling again", stacklevel=3)
             path.unlink(missing_ok=True)
