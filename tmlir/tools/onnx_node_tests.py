@@ -41,6 +41,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from tmlir.tools.cli import one_line_failures
+
 NON_PASSING = Path(__file__).resolve().parents[2] / "tests" / "onnx_node" / "non_passing.txt"
 STATUSES = ("passed", "failed", "crashed", "skipped")
 _DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -296,6 +298,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+@one_line_failures("tm-onnx-node-tests")
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tm-onnx-node-tests`` console script."""
     from tmlir.frontends.onnx import SUPPORTED_OPS

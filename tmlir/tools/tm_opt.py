@@ -32,7 +32,9 @@ from tmlir.backends.cache import CacheError
 from tmlir.context import TmContext
 from tmlir.ir.arith_ext import load_extra_arith_ops
 from tmlir.ir.pipeline import expand_pipeline
+from tmlir.ir.ssa import LocatingParser, verify_module
 from tmlir.registry import project_dialects, project_passes, project_targets
+from tmlir.tools.cli import one_line_failures
 
 
 class TmOptMain(xDSLOptMain):
@@ -73,6 +75,23 @@ class TmOptMain(xDSLOptMain):
             return imported.module
 
         self.available_frontends["onnx"] = parse_onnx
+
+        def parse_mlir(io: IO[bytes]) -> ModuleOp:
+            parser = LocatingParser(self.ctx, io.read(), self.get_input_name())
+            module = parser.parse_module(not self.args.no_implicit_module)
+            self._spans = parser.spans
+            return module
+
+        self.available_frontends["mlir"] = parse_mlir
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
+        """Parse, then verify SSA dominance and every op before any pass runs; errors name
+        ``file:line:col`` of the op in the text."""
+        self._spans = None
+        module = super().parse_chunk(chunk, file_extension, start_offset)
+        if module is not None and not self.args.disable_verify:
+            verify_module(module, self._spans, start_offset)
+        return module
 
 
 class _Buffer(io.StringIO):
@@ -129,6 +148,7 @@ def _warning(message: Warning | str, category: type[Warning], filename: str, lin
     print(f"tm-opt: warning: {message}", file=sys.stderr)
 
 
+@one_line_failures("tm-opt")
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tm-opt`` console script; warnings are one line each."""
     with warnings.catch_warnings():

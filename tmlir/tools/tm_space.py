@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from tmlir.backends.ptx import SUPPORTED_ARCHS, CudaCompileError
 from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulProblem
-from tmlir.tools.cli import ToolParser, positive_int
+from tmlir.tools.cli import ToolParser, one_line_failures, positive_int
 
 TEMPLATES = ("matmul",)
 
@@ -88,6 +88,7 @@ def print_table(table: list[dict], args: argparse.Namespace) -> None:
         print("  ".join(str(cells[c]).rjust(widths[c]) for c in COLUMNS))
 
 
+@one_line_failures("tm-space")
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tmlir.backends.ptx import SUPPORTED_ARCHS
-from tmlir.tools.cli import ToolParser, positive_int
+from tmlir.tools.cli import ToolParser, one_line_failures, positive_int
 
 
 def _fraction(text: str) -> float:
@@ -109,6 +109,7 @@ def print_report(report) -> None:
         print(f"records: {report.records}")
 
 
+@one_line_failures("tm-tune")
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from tmlir.frontends.onnx_common import FrontendError

@@ -37,13 +37,19 @@ from pathlib import Path
 import numpy as np
 
 from tmlir.backends import kernel_abi
-from tmlir.backends.cache import cache_dir, cache_key, cached_file
+from tmlir.backends.cache import cache_dir, cache_key, cached_file, cached_path, publish
+from tmlir.backends.emu import guard
 from tmlir.backends.kernel_abi import KernelParam, KernelSignature
 from tmlir.gpu_limits import MAX_THREADS_PER_BLOCK
 
 HEADER = Path(__file__).with_name("tmlir_emu.h")
+CHECK_HEADER = Path(__file__).with_name("tmlir_emu_check.h")
+#: Environment variable: "1" makes `compile_emu` build with the sanitizer by default.
+CHECK_ENV = "TMLIR_EMU_CHECK"
 CXX = "g++"
-CXXFLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared")
+# Stack-clash protection probes every page of a large stack frame, so a fiber overflowing its
+# stack with big local arrays hits its guard page instead of jumping past it.
+CXXFLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-fstack-clash-protection")
 
 #: numpy dtype of the element a pointer parameter points to, by C element type.
 POINTER_DTYPES = kernel_abi.POINTER_DTYPES
@@ -67,22 +73,34 @@ class EmuError(RuntimeError):
     """A kernel failed to compile, was launched wrongly, or failed while being emulated."""
 
 
-def compile_emu(source: str, kernels: Sequence[KernelSignature]) -> EmuModule:
+def compile_emu(source: str, kernels: Sequence[KernelSignature],
+                check: bool | None = None) -> EmuModule:
     """Compile the CUDA C `source` for the CPU and load it; `kernels` are the launchable ones.
 
-    The shared object is cached on disk, keyed by the source, the generated wrappers, the
-    compiler flags, the emulation header and the compiler version.
+    With `check` (None: ``$TMLIR_EMU_CHECK`` is ``1``) the emu sanitizer checks every global
+    and shared-memory access for bounds and shared-memory races (`tmlir.backends.emu.check`);
+    a launch with a violation raises `EmuError` naming the kernel, block, thread, buffer and
+    index. The shared object is cached on disk, keyed by the source, the generated wrappers,
+    the compiler flags, the emulation header (with the sanitizer's, in a check build) and
+    the compiler version.
     """
     kernels = tuple(kernels)
     for kernel in kernels:
         _check_signature(kernel)
     if len({k.name for k in kernels}) != len(kernels):
         raise EmuError("compile_emu: kernel names must be unique")
-    wrappers = "".join(_launch_wrapper(k) for k in kernels)
+    if check is None:
+        check = os.environ.get(CHECK_ENV) == "1"
+    wrappers = "".join(_launch_wrapper(k, check) for k in kernels)
     header = HEADER.read_text()
+    if check:
+        from tmlir.backends.emu import check as sanitizer
+
+        source = sanitizer.instrument(source, kernels)
+        header = sanitizer.checked_header(header, CHECK_HEADER.read_text())
     key = cache_key(source, wrappers, CXX, *CXXFLAGS, header, _compiler_version(CXX))
     path = cached_file(key, ".so", lambda out: _build(f"{source}\n{wrappers}", header, out))
-    return EmuModule(path, kernels)
+    return sanitizer.CheckedEmuModule(path, kernels) if check else EmuModule(path, kernels)
 
 
 class EmuModule:
@@ -98,9 +116,11 @@ class EmuModule:
             self._library = ctypes.CDLL(str(path))
         except OSError as exc:
             raise EmuError(f"cannot load emu module {path}: {exc}") from None
+        self._release = getattr(self._library, "tmlir_emu_release", None)
         self._kernels = {k.name: k for k in kernels}
         self._entries = {k.name: self._entry(k.name) for k in kernels}
-        self._release = getattr(self._library, "tmlir_emu_release", None)
+        # Handed the fault guard at the first launch (building it, once, needs the compiler).
+        self._set_guard = getattr(self._library, "tmlir_emu_set_guard", None)
 
     def close(self) -> None:
         """Unmap the fiber stacks this module keeps between launches and unload it.
@@ -133,7 +153,9 @@ class EmuModule:
 
         Pointer parameters take C-contiguous numpy arrays of the matching dtype, which the
         kernel reads and writes in place; scalar parameters take Python/numpy numbers.
-        Returns when every thread has finished.
+        Returns when every thread has finished. A fault in a kernel thread (bad address,
+        integer division by zero, stack overflow) raises EmuError naming it; Ctrl-C in the
+        main thread stops the launch within a fraction of a second (KeyboardInterrupt).
         """
         if self._library is None:
             raise EmuError(f"kernel {name!r}: emu module {self.path.name} is closed")
@@ -150,12 +172,24 @@ class EmuModule:
             raise EmuError(f"kernel {name!r} takes {len(kernel.params)} arguments "
                            f"({', '.join(p.name for p in kernel.params)}), got {len(args)}")
         values = [_marshal(name, param, arg) for param, arg in zip(kernel.params, args)]
+        if self._set_guard is not None:
+            self._attach_guard()
         argv = (ctypes.c_void_p * max(len(values), 1))(*map(ctypes.addressof, values))
         err = ctypes.create_string_buffer(_ERROR_BYTES)
+        guard.before_launch()
         status = self._entries[name]((ctypes.c_uint * 3)(*grid3), (ctypes.c_uint * 3)(*block3),
                                      argv, err, ctypes.c_ulong(_ERROR_BYTES))
+        if status == guard.INTERRUPTED:
+            guard.raise_pending_interrupt()  # KeyboardInterrupt, unless the handler changed
         if status != 0:
             raise EmuError(f"kernel {name!r}: {err.value.decode(errors='replace')}")
+
+    def _attach_guard(self) -> None:
+        """Hand the module the process's fault guard: faults in its kernels become EmuError."""
+        set_guard, self._set_guard = self._set_guard, None
+        set_guard.argtypes = [ctypes.c_void_p]
+        if set_guard(guard.guard_table()) != 0:
+            raise EmuError(f"emu module {self.path.name} and the fault guard disagree on its layout")
 
     def _entry(self, name: str) -> ctypes._CFuncPtr:
         """The ctypes function of kernel `name`'s launch wrapper."""
@@ -186,16 +220,29 @@ def _check_signature(kernel: KernelSignature) -> None:
                            f"unsupported C type {param.ctype!r}")
 
 
-def _launch_wrapper(kernel: KernelSignature) -> str:
-    """C++ for `tmlir_emu_launch_<name>`: unpack cuLaunchKernel-style args, run the grid."""
-    loads = "".join(f"  {p.ctype} a{i} = *({p.ctype}*)args[{i}];\n"
-                    for i, p in enumerate(kernel.params))
-    call = ", ".join(f"a{i}" for i in range(len(kernel.params)))
-    return (f'extern "C" int tmlir_emu_launch_{kernel.name}(const unsigned* grid3, '
+def _launch_wrapper(kernel: KernelSignature, check: bool = False) -> str:
+    """C++ for `tmlir_emu_launch_<name>`: unpack cuLaunchKernel-style args, run the grid.
+
+    With `check` (a sanitizer build) the arguments are followed by an array of the element
+    count of each pointer argument; pointers are passed to the kernel as checked GlobalRefs
+    and a violation fails the launch (`tmlir.backends.emu.check`)."""
+    params = kernel.params
+    loads = "".join(f"  {p.ctype} a{i} = *({p.ctype}*)args[{i}];\n" for i, p in enumerate(params))
+    head = (f'extern "C" int tmlir_emu_launch_{kernel.name}(const unsigned* grid3, '
             f"const unsigned* block3, void** args, char* err, unsigned long errlen) {{\n"
-            f"  (void)args;\n{loads}"
-            f"  return ::tmlir_emu::launch(grid3, block3, [=] {{ {kernel.name}({call}); }}, "
-            f"err, errlen);\n}}\n")
+            f"  (void)args;\n{loads}")
+    if not check:
+        call = ", ".join(f"a{i}" for i in range(len(params)))
+        return (f"{head}  return ::tmlir_emu::launch(grid3, block3, [=] {{ {kernel.name}({call}); }}, "
+                f"err, errlen);\n}}\n")
+    refs = "".join(f"  const ::tmlir_emu::check::GlobalRef<{p.ctype.removesuffix('*')}> g{i}{{a{i}, "
+                   f'sizes[{i}], "{p.name}"}};\n' for i, p in enumerate(params) if p.is_pointer)
+    call = ", ".join(f"g{i}" if p.is_pointer else f"a{i}" for i, p in enumerate(params))
+    return (f"{head}  const long long* sizes = *(const long long**)args[{len(params)}];\n{refs}"
+            f'  ::tmlir_emu::check::Launch checked("{kernel.name}");\n'
+            f"  const int status = ::tmlir_emu::launch(grid3, block3, [=, &checked] {{ "
+            f"::tmlir_emu::check::enter(&checked); {kernel.name}({call}); }}, err, errlen);\n"
+            f"  return ::tmlir_emu::check::finish(checked, status, err, errlen);\n}}\n")
 
 
 @functools.cache
@@ -215,7 +262,7 @@ def _precompiled_header(header: str) -> Path:
     flags = tuple(f for f in CXXFLAGS if f != "-shared")
     key = cache_key("emu-pch", header, CXX, *flags, _compiler_version(CXX))
     folder = cache_dir() / f"{key}.pch"
-    if (folder / "tmlir_emu.h.gch").is_file():
+    if cached_path(key, ".pch") is not None:  # checked against its record
         return folder / "tmlir_emu.h"
     tmp = Path(tempfile.mkdtemp(prefix=f".{key[:16]}-", dir=folder.parent))
     try:
@@ -224,10 +271,7 @@ def _precompiled_header(header: str) -> Path:
                str(tmp / "tmlir_emu.h.gch")]
         if subprocess.run(cmd, capture_output=True, check=False).returncode != 0:
             return HEADER
-        try:
-            os.rename(tmp, folder)
-        except OSError:  # another process put it there first
-            pass
+        publish(tmp, folder)  # recorded and renamed, unless another process put it there first
     except OSError:
         return HEADER
     finally:
@@ -238,8 +282,10 @@ def _precompiled_header(header: str) -> Path:
 def _build(code: str, header: str, out: Path) -> None:
     """Compile `code` (CUDA C plus wrappers) into the shared object `out`, force-including
     `header` (the text of tmlir_emu.h, precompiled where possible)."""
-    include = _precompiled_header(header)
-    cmd = [CXX, *CXXFLAGS, "-include", str(include), "-x", "c++", "-", "-o", str(out)]
+    include = ["-include", str(_precompiled_header(header))]
+    if include[1] == str(HEADER) and header != HEADER.read_text():  # a sanitizer build, no PCH
+        code, include = f"{header}\n{code}", []
+    cmd = [CXX, *CXXFLAGS, *include, "-x", "c++", "-", "-o", str(out)]
     try:
         result = subprocess.run(cmd, input=code, capture_output=True, text=True)
     except OSError as exc:

@@ -16,13 +16,23 @@
 // * Warp shuffles meet at a per-warp barrier: lanes publish, all arrive, read, arrive.
 // * A barrier that cannot complete (some threads exited, others wait) is reported to the
 //   caller as an error instead of hanging.
+// * Faults are reported, not fatal, once the module has the guard (tmlir_emu_set_guard, see
+//   tmlir_emu_guard.cc): a SIGSEGV/SIGBUS/SIGFPE/SIGILL raised while a fiber runs jumps
+//   back to its worker's scheduler, on a per-worker alternate signal stack (so a fiber stack
+//   overflow into its guard page is caught too), and fails the launch naming the signal,
+//   block and thread. The block's fiber stacks go back to the worker for reuse.
+// * A launch stops early, between threads and blocks (so also at barriers), when another
+//   worker failed or the guard's cancel flag is set (SIGINT in an interruptible launch).
 #pragma once
 // `#pragma unroll` is nvcc's business. Only -Wall would warn, and g++ < 13 ignores this.
 #pragma GCC diagnostic ignored "-Wunknown-pragmas"
 
+#include <fenv.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +69,7 @@ namespace tmlir_emu {
 #define TMLIR_EMU_STACK_BYTES (64 * 1024)
 #endif
 constexpr size_t kStackBytes = TMLIR_EMU_STACK_BYTES, kGuardBytes = 4096;
+constexpr size_t kSignalStackBytes = 64 * 1024;  // a worker's alternate signal stack
 constexpr int kMaxThreads = 1024, kWarp = 32;
 
 // ---- context switching ---------------------------------------------------------------
@@ -104,6 +115,21 @@ inline void context_init(Context& c, char* stack, size_t size, void (*entry)()) 
 }
 #endif
 
+// ---- the fault guard (tmlir_emu_guard.cc; the two layouts must agree) -------------------
+struct Recovery {
+  sigjmp_buf jump;                // the worker's scheduler, where a fault resumes
+  volatile sig_atomic_t armed;    // nonzero while one of the worker's fibers runs
+  int sig, code;                  // the fault: signal and si_code
+  void* addr;                     // si_addr
+};
+struct GuardApi {
+  size_t recovery_size;
+  void (*enter)(Recovery*);
+  const volatile int* (*launch_begins)();  // the flag that stops this launch (SIGINT)
+};
+static const GuardApi* fault_guard = nullptr;  // set by tmlir_emu_set_guard; null: unguarded
+static const volatile int never_cancelled = 0;
+
 // ---- fibers, barriers and the per-worker block state ---------------------------------
 enum class State : uint8_t { kNew, kReady, kBlocked, kDone };
 
@@ -128,12 +154,20 @@ struct Worker {
   Context scheduler;
   void (*body)(void*);          // the kernel call, type-erased
   void* arg;
+  const int* failed;            // the launch's failure flag: stop when set...
+  const volatile int* cancel;   // ...or when this one is (SIGINT)
   Worker* next_free;
+  Recovery recovery;            // where a fault in one of this worker's fibers resumes
+  fenv_t fenv;                  // the scheduler's floating-point environment, for after one
+  alignas(16) char signal_stack[kSignalStackBytes];
 };
 
 static thread_local Worker* worker = nullptr;   // this OS thread's block
 static thread_local Fiber* current = nullptr;   // the running CUDA thread
 static thread_local uint3 block_idx, block_dim, grid_dim;
+#ifdef TMLIR_EMU_CHECK
+inline void check_release(Worker& w, Barrier& b);  // tmlir_emu_check.h: a barrier completed
+#endif
 
 inline char* take_stack(Worker& w) {
   if (w.n_free > 0) return w.free_stacks[--w.n_free];
@@ -157,6 +191,9 @@ inline void arrive(Barrier& b) {
   Worker& w = *worker;
   if (++b.arrived == b.count) {
     b.arrived = 0;
+#ifdef TMLIR_EMU_CHECK
+    check_release(w, b);
+#endif
     for (Fiber* f = w.fibers + b.first; f < w.fibers + b.first + b.count; ++f)
       if (f->waiting == &b) f->waiting = nullptr, f->state = State::kReady;
     return;
@@ -167,7 +204,8 @@ inline void arrive(Barrier& b) {
   context_switch(f.ctx, w.scheduler);
 }
 
-// Gives the stacks of unfinished fibers back after a failed block and describes the failure.
+// Gives the stacks of unfinished fibers back after a failed block and describes the failure
+// (`why`, or a deadlock when null).
 inline bool abandon_block(Worker& w, const char* why, char* err, size_t errlen) {
   int at_block = 0, at_warp = 0, n = w.n_threads;
   for (int i = 0; i < n; ++i) {
@@ -175,6 +213,7 @@ inline bool abandon_block(Worker& w, const char* why, char* err, size_t errlen) 
     if (f.state == State::kBlocked) ++(f.waiting == &w.block_barrier ? at_block : at_warp);
     if (f.state == State::kBlocked || f.state == State::kReady) w.free_stacks[w.n_free++] = f.stack;
   }
+  if (!err) return false;
   if (why) return snprintf(err, errlen, "%s", why), false;
   snprintf(err, errlen, "deadlock in block (%u,%u,%u): %d thread(s) wait at __syncthreads() and %d "
            "at a warp barrier (__syncwarp/__shfl_*_sync) while %d of %d exited; every thread of "
@@ -185,7 +224,9 @@ inline bool abandon_block(Worker& w, const char* why, char* err, size_t errlen) 
 
 // Runs every thread of the block at block_idx to completion, in rounds: each round resumes,
 // in thread order, every fiber that can run, until it finishes or waits at a barrier. A
-// round in which nothing could run is a deadlock: false, with a message in `err`.
+// round in which nothing could run is a deadlock: false, with a message in `err`. Also false,
+// with an empty message, when the launch failed elsewhere or was cancelled (checked after
+// every switch back, so a block of threads looping over barriers stops too).
 inline bool run_block(Worker& w, char* err, size_t errlen) {
   const int n = w.n_threads;
   w.block_barrier = {0, n, 0};
@@ -205,9 +246,13 @@ inline bool run_block(Worker& w, char* err, size_t errlen) {
         continue;
       }
       current = &f;
+      w.recovery.armed = 1;
       context_switch(w.scheduler, f.ctx);
+      w.recovery.armed = 0;
       ran = true;
       if (f.state == State::kDone) w.free_stacks[w.n_free++] = f.stack, --live;
+      if (__atomic_load_n(w.failed, __ATOMIC_RELAXED) || *w.cancel)
+        return abandon_block(w, "", err, errlen);  // the launch stops: see run_blocks
     }
     if (!ran) return abandon_block(w, nullptr, err, errlen);
   }
@@ -220,7 +265,8 @@ struct Launch {
   void (*body)(void*);             // the kernel call, type-erased
   void* arg;
   long long n_blocks, next_block;  // blocks are claimed with an atomic increment
-  int failed;                      // set once, by the first worker that fails
+  int failed;                      // set once, by the first worker that stops: 1 failed, 2 cancelled
+  const volatile int* cancel;      // the guard's cancel flag (SIGINT), or never_cancelled
   char* err;
   size_t errlen;
 };
@@ -248,11 +294,79 @@ inline Worker* recycle(Worker* back, bool release_all = false) {
   return nullptr;
 }
 
-inline void fail(Launch& L, const char* msg) {
+inline void fail(Launch& L, const char* msg, int why = 1) {
   int expected = 0;
-  if (__atomic_compare_exchange_n(&L.failed, &expected, 1, false, __ATOMIC_ACQ_REL,
+  if (__atomic_compare_exchange_n(&L.failed, &expected, why, false, __ATOMIC_ACQ_REL,
                                   __ATOMIC_ACQUIRE))
     snprintf(L.err, L.errlen, "%s", msg);
+}
+
+// Describes the fault the guard recorded in w.recovery: what, and in which thread.
+inline void describe_fault(const Worker& w, char* msg, size_t len) {
+  const Recovery& r = w.recovery;
+  const Fiber& f = *current;
+  const char* addr = static_cast<const char*>(r.addr);
+  char what[200];
+  if (r.sig == SIGSEGV && addr < f.stack && addr >= f.stack - kGuardBytes)
+    snprintf(what, sizeof what, "stack overflow (the thread used more than its %zu KiB stack: "
+             "deep recursion or large local arrays)", kStackBytes / 1024);
+  else if (r.sig == SIGSEGV)
+    snprintf(what, sizeof what, "segmentation fault at address %p (%s)", r.addr,
+             r.code == SEGV_ACCERR ? "no access rights" : "not mapped");
+  else if (r.sig == SIGBUS)
+    snprintf(what, sizeof what, "bus error at address %p (%s)", r.addr,
+             r.code == BUS_ADRALN ? "misaligned" : "no memory behind it, e.g. a truncated mapped file");
+  else if (r.sig == SIGFPE)
+    snprintf(what, sizeof what, "arithmetic exception (%s)",
+             r.code == FPE_INTDIV ? "integer division by zero or overflow" : "floating-point trap");
+  else
+    snprintf(what, sizeof what, "illegal instruction at %p (e.g. __builtin_trap())", r.addr);
+  snprintf(msg, len, "%s in block (%u,%u,%u) thread (%u,%u,%u)", what, block_idx.x, block_idx.y,
+           block_idx.z, f.idx.x, f.idx.y, f.idx.z);
+}
+
+// Runs blocks until none is left or the launch stops. With the guard, a fault in one of the
+// worker's fibers resumes at the sigsetjmp below: the block is abandoned, its stacks kept for
+// reuse, and the launch fails with the fault's description.
+__attribute__((noinline)) inline void run_blocks(Launch& L, Worker& w, bool guarded) {
+  char msg[512];
+  if (guarded) fegetenv(&w.fenv);
+  if (guarded && sigsetjmp(w.recovery.jump, 0)) {  // 0: no sigprocmask call per launch...
+    sigset_t handled;
+    sigemptyset(&handled);
+    sigaddset(&handled, w.recovery.sig);
+    pthread_sigmask(SIG_UNBLOCK, &handled, nullptr);  // ...but the handler's mask undone here
+    fesetenv(&w.fenv);  // the handler ran with the default environment
+    abandon_block(w, nullptr, nullptr, 0);
+    describe_fault(w, msg, sizeof msg);
+    fail(L, msg);
+    return;
+  }
+  while (!__atomic_load_n(&L.failed, __ATOMIC_ACQUIRE)) {
+    if (*L.cancel) return fail(L, "interrupted (SIGINT)", 2);
+    long long b = __atomic_fetch_add(&L.next_block, 1, __ATOMIC_RELAXED);
+    if (b >= L.n_blocks) break;
+    block_idx = {unsigned(b % L.grid.x), unsigned(b / L.grid.x % L.grid.y),
+                 unsigned(b / L.grid.x / L.grid.y)};
+    if (!run_block(w, msg, sizeof msg))  // an empty message: stopped by another worker or SIGINT
+      msg[0] || !*L.cancel ? fail(L, msg) : fail(L, "interrupted (SIGINT)", 2);
+  }
+}
+
+// Gives this OS thread the worker's alternate signal stack and recovery point; false if the
+// stack cannot be set (then faults stay fatal, as without the guard).
+inline bool guard_enter(Worker& w, stack_t& previous) {
+  stack_t ours{};
+  ours.ss_sp = w.signal_stack, ours.ss_size = kSignalStackBytes;
+  if (sigaltstack(&ours, &previous) != 0) return false;
+  fault_guard->enter(&w.recovery);
+  return true;
+}
+
+inline void guard_leave(stack_t previous) {
+  fault_guard->enter(nullptr);
+  previous.ss_flags &= SS_DISABLE;
+  sigaltstack(&previous, nullptr);
 }
 
 inline void* worker_main(void* p) {
@@ -260,17 +374,14 @@ inline void* worker_main(void* p) {
   Worker* w = recycle(nullptr);
   if (!w) return fail(L, "out of memory for the emulator's block state"), nullptr;
   w->body = L.body, w->arg = L.arg, w->n_threads = int(L.block.x * L.block.y * L.block.z);
+  w->failed = &L.failed, w->cancel = L.cancel;
   for (int i = 0; i < w->n_threads; ++i)  // threadIdx, x fastest
     w->fibers[i].idx = {i % L.block.x, i / L.block.x % L.block.y, i / (L.block.x * L.block.y)};
   worker = w, block_dim = L.block, grid_dim = L.grid;
-  char msg[512];
-  while (!__atomic_load_n(&L.failed, __ATOMIC_ACQUIRE)) {
-    long long b = __atomic_fetch_add(&L.next_block, 1, __ATOMIC_RELAXED);
-    if (b >= L.n_blocks) break;
-    block_idx = {unsigned(b % L.grid.x), unsigned(b / L.grid.x % L.grid.y),
-                 unsigned(b / L.grid.x / L.grid.y)};
-    if (!run_block(*w, msg, sizeof msg)) fail(L, msg);
-  }
+  stack_t previous_stack;
+  const bool guarded = fault_guard != nullptr && guard_enter(*w, previous_stack);
+  run_blocks(L, *w, guarded);
+  if (guarded) guard_leave(previous_stack);
   worker = nullptr, current = nullptr;
   recycle(w);
   return nullptr;
@@ -287,12 +398,14 @@ inline int worker_count(long long n_blocks) {
 }
 
 // Runs `body` (a call of the kernel) for every thread of the grid, like cuLaunchKernel
-// followed by a synchronize. Returns 0, or 1 with a message in `err`.
+// followed by a synchronize. Returns 0; 1 with a message in `err` when it failed; 2 when the
+// guard's cancel flag stopped it (SIGINT).
 template <class F>
 int launch(const unsigned* grid3, const unsigned* block3, F body, char* err, unsigned long errlen) {
   Launch L{{grid3[0], grid3[1], grid3[2]}, {block3[0], block3[1], block3[2]},
            [](void* f) { (*static_cast<F*>(f))(); }, &body,
-           (long long)grid3[0] * grid3[1] * grid3[2], 0, 0, err, errlen};
+           (long long)grid3[0] * grid3[1] * grid3[2], 0, 0,
+           fault_guard ? fault_guard->launch_begins() : &never_cancelled, err, errlen};
   if (L.block.x * L.block.y * L.block.z > unsigned(kMaxThreads))
     return fail(L, "block has more than 1024 threads"), 1;
   pthread_t threads[256];
@@ -392,11 +505,24 @@ inline float atomicAdd(float* p, float v) {
   return old;
 }
 
+// Hands the module the process's fault guard (the table of tmlir_emu_guard_api(), or null for
+// none); EmuModule does so before its first launch. -1 if the table's layout does not match.
+extern "C" __attribute__((visibility("default"))) int tmlir_emu_set_guard(const void* api) {
+  const auto* table = static_cast<const tmlir_emu::GuardApi*>(api);
+  if (table && table->recovery_size != sizeof(tmlir_emu::Recovery)) return -1;
+  tmlir_emu::fault_guard = table;
+  return 0;
+}
+
 // Gives back the memory this module's idle workers hold: every fiber stack is a mapping (two,
 // with its guard page), so a process that loads many modules must release them or run out of
 // vm.max_map_count. EmuModule.close() calls it; a later launch allocates afresh.
 extern "C" __attribute__((visibility("default"))) void tmlir_emu_release() {
   tmlir_emu::recycle(nullptr, true);
 }
+
+#ifdef TMLIR_EMU_CHECK  // the emu sanitizer (compile_emu(check=True))
+#include "tmlir_emu_check.h"
+#endif
 
 #pragma GCC visibility pop
