@@ -4,7 +4,7 @@
 // invalid.mlir for how the checks are written).
 
 func.func @count(%x: memref<2x3xf32>) {
-  // CHECK: Operation does not verify: a view of 6 elements cannot have 8 (memref<2x4xf32>)
+  // CHECK: op does not verify: a view of 6 elements cannot have 8 (memref<2x4xf32>)
   %v = tm.view %x : memref<2x3xf32> to memref<2x4xf32>
   func.return
 }
@@ -12,7 +12,7 @@ func.func @count(%x: memref<2x3xf32>) {
 // -----
 
 func.func @element_type(%x: memref<4xf32>) {
-  // CHECK: Operation does not verify: a view must keep the element type
+  // CHECK: op does not verify: a view must keep the element type
   %v = tmgpu.view %x : memref<4xf32> to memref<4xi32>
   func.return
 }
@@ -20,6 +20,6 @@ func.func @element_type(%x: memref<4xf32>) {
 // -----
 
 tm.kernel @in_kernel(%x: memref<4xf32>) grid(1) block(4) {
-  // CHECK: Operation does not verify: 'tm.view' is a host operation, not allowed in a kernel
+  // CHECK: op does not verify: 'tm.view' is a host operation, not allowed in a kernel
   %v = tm.view %x : memref<4xf32> to memref<2x2xf32>
 }
