@@ -164,6 +164,18 @@ def _constant(value: SSAValue, what: str, kernel: str) -> int:
                     "report needs constant loop bounds, as lower-to-cuda makes them")
 
 
+def grid_stride_blocks(loop: scf.ForOp) -> int | None:
+    """The virtual block count of a grid-stride loop (``for b = blockIdx.x; b < N; b +=
+    gridDim.x``, which ``convert-tm-to-gpu`` makes of a kernel whose grid is over CUDA's
+    limit), else None. Each of its iterations is one block's work."""
+    if not (isinstance(loop.lb.owner, tmgpu.BlockIdOp) and isinstance(loop.step.owner, tmgpu.GridDimOp)):
+        return None
+    owner = loop.ub.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
 def trip_count(loop: scf.ForOp, kernel: str) -> int:
     """Iterations of `loop`: ``(ub - lb + step - 1) // step`` of its constant bounds."""
     lb = _constant(loop.lb, "lower bound", kernel)
@@ -192,7 +204,7 @@ def block_counts(block: Block, kernel: str) -> Counts:
                 kind = "load" if isinstance(op, memref.LoadOp) else "store"
                 counts[(kind, buffer.index)] += 1
         elif isinstance(op, scf.ForOp):
-            trips = trip_count(op, kernel)
+            trips = 1 if grid_stride_blocks(op) else trip_count(op, kernel)
             for key, n in block_counts(op.body.block, kernel).items():
                 counts[key] += trips * n
         elif isinstance(op, scf.IfOp):
@@ -218,6 +230,8 @@ class _KernelFacts:
 
     template: str
     per_thread: Counts
+    blocks: int | None = None
+    """The virtual blocks of a grid-stride kernel (its work, whatever the launch's grid)."""
 
     @property
     def flops_per_thread(self) -> int:
@@ -237,7 +251,10 @@ def template(kernel: tmgpu.KernelOp) -> str:
 
 def _kernel_facts(kernel: tmgpu.KernelOp) -> _KernelFacts:
     """The template and per-thread counts of `kernel`."""
-    return _KernelFacts(template(kernel), block_counts(kernel.body.block, kernel.sym_name.data))
+    loop = next((op for op in kernel.body.block.ops if isinstance(op, scf.ForOp)
+                 and grid_stride_blocks(op)), None)
+    return _KernelFacts(template(kernel), block_counts(kernel.body.block, kernel.sym_name.data),
+                        grid_stride_blocks(loop) if loop is not None else None)
 
 
 def element_bytes(value: SSAValue) -> int:
@@ -291,9 +308,10 @@ def cost_report(module: ModuleOp) -> ModelCost:
             f = facts[name]
             args = tuple(op.args)
             grid, block = op.grid.data, op.block.data
-            flops = f.flops_per_thread * grid * block
-            read = _moved(args, f.accesses("load"), grid * block)
-            written = _moved(args, f.accesses("store"), grid * block)
+            threads = (f.blocks or grid) * block  # a grid-stride kernel does all its blocks' work
+            flops = f.flops_per_thread * threads
+            read = _moved(args, f.accesses("load"), threads)
+            written = _moved(args, f.accesses("store"), threads)
             seconds, bound = roofline(flops, read + written)
             launches.append(KernelCost(name, f.template, grid, block, flops, read, written,
                                        seconds, bound))

@@ -7,7 +7,9 @@ function guarded by ``#if defined(__CUDACC__) && !defined(__CUDACC_RTC__)`` so t
 and the emu backend's g++ never see it. Pure arithmetic used once is inlined into the
 expression that uses it; values with IR names become named variables, so the text reads
 like hand-written CUDA. Kernel pointer parameters are ``__restrict__``: the compiler never
-passes one buffer twice to a kernel. Indices are ``int`` (buffers are < 2^31 elements).
+passes one buffer twice to a kernel. Indices are ``int``, or ``long long`` in a kernel of
+``index_bits(64)`` (see ``convert-tm-to-gpu``), where a constant index times a stride is
+folded: no ``int`` product of two literals overflows.
 """
 
 from __future__ import annotations
@@ -161,6 +163,7 @@ class _KernelPrinter:
 
     def __init__(self, kernel: tmgpu.KernelOp) -> None:
         self.kernel = kernel
+        self.index = "long long" if kernel.wide_index else "int"
         self.names = _Names()
         self.values: dict[SSAValue, str] = {}
         self.lines: list[str] = []
@@ -169,13 +172,16 @@ class _KernelPrinter:
     def emit(self, line: str) -> None:
         self.lines.append("  " * self.indent + line)
 
+    def c_type(self, type) -> str:  # with this kernel's C type of `index`
+        return c_type(type, self.index)
+
     def signature(self) -> KernelSignature:
         params = []
         stored = {op.memref for op in self.kernel.walk() if isinstance(op, memref.StoreOp)}
         for arg in self.kernel.body.block.args:
             name = self.names.fresh(arg.name_hint, "arg")
             self.values[arg] = name
-            elem = c_type(arg.type.element_type)
+            elem = self.c_type(arg.type.element_type)
             params.append(KernelParam(name, f"{elem}*" if arg in stored else f"const {elem}*"))
         return KernelSignature(self.kernel.sym_name.data, tuple(params))
 
@@ -215,7 +221,7 @@ class _KernelPrinter:
                 if isinstance(value, FloatAttr):
                     return float_literal(value.value.data, value.type)
                 if isinstance(value, IntegerAttr):
-                    return int_literal(value.value.data, c_type(value.type))
+                    return int_literal(value.value.data, self.c_type(value.type))
             case memref.LoadOp():
                 return self.access(op.memref, op.indices)
             case arith.CmpiOp():
@@ -229,15 +235,16 @@ class _KernelPrinter:
             case arith.IndexCastOp() if (constant := unsigned_constant(op)) is not None:
                 return constant
             case _ if isinstance(op, _CASTS):
-                if c_type(op.result.type) == c_type(op.input.type):  # index <-> i32: both int
+                target = self.c_type(op.result.type)
+                if target == self.c_type(op.input.type):  # index <-> i32 (or i64 when wide)
                     return e(op.input)
-                return f"(({c_type(op.result.type)}){e(op.input)})"
+                return f"(({target}){e(op.input)})"
             case UnrealizedConversionCastOp():
-                return f"(({c_type(op.results[0].type)}){e(op.inputs[0])})"
+                return f"(({self.c_type(op.results[0].type)}){e(op.inputs[0])})"
             case _ if isinstance(op, _FLOAT_CONVERSIONS):
                 return float_conversion(op.input.type, op.result.type, _strip(e(op.input)))
             case _ if type(op) in _BINARY:
-                result = c_type(op.results[0].type)
+                result = self.c_type(op.results[0].type)
                 lhs, rhs = e(op.operands[0]), e(op.operands[1])
                 symbol = _BINARY[type(op)] if result == "bool" else _BITWISE.get(type(op), _BINARY[type(op)])
                 if result not in NARROW_INTEGERS:
@@ -252,7 +259,7 @@ class _KernelPrinter:
     def bind(self, value: SSAValue, text: str, *, const: bool = True) -> None:
         name = self.names.fresh(value.name_hint)
         qualifier = "const " if const else ""
-        self.emit(f"{qualifier}{c_type(value.type)} {name} = {_strip(text)};")
+        self.emit(f"{qualifier}{self.c_type(value.type)} {name} = {_strip(text)};")
         self.values[value] = name
 
     def access(self, buffer: SSAValue, indices) -> str:
@@ -263,8 +270,10 @@ class _KernelPrinter:
         terms = []
         for d, i in enumerate(idx):
             stride = math.prod(shape[d + 1:])
+            if self.kernel.wide_index and re.fullmatch(r"-?\d+(LL)?", i):  # no int * int overflow
+                i, stride = int_literal(int(i.removesuffix("LL")) * stride, self.index), 1
             if i != "0":
-                terms.append(i if stride == 1 else f"{i} * {stride}")
+                terms.append(i if stride == 1 else f"{i} * {int_literal(stride, self.index)}")
         return f"{self.values[buffer]}[{_strip(' + '.join(terms) or '0')}]"
 
     # ---- statements ----------------------------------------------------------------
@@ -279,16 +288,17 @@ class _KernelPrinter:
                     return
                 if not self.inlined(op.results[0]):
                     self.bind(op.results[0], self.op_expr(op))
-            case tmgpu.ThreadIdOp() | tmgpu.BlockIdOp():
-                builtin = "threadIdx" if isinstance(op, tmgpu.ThreadIdOp) else "blockIdx"
+            case tmgpu.ThreadIdOp() | tmgpu.BlockIdOp() | tmgpu.GridDimOp():
+                builtin = {tmgpu.ThreadIdOp: "threadIdx", tmgpu.BlockIdOp: "blockIdx",
+                           tmgpu.GridDimOp: "gridDim"}[type(op)]
                 self.values[op.result] = self.names.fresh(op.result.name_hint, "id")
-                self.emit(f"const int {self.values[op.result]} = {builtin}.{op.dim.data};")
+                self.emit(f"const {self.index} {self.values[op.result]} = {builtin}.{op.dim.data};")
             case tmgpu.SharedAllocOp() | tmgpu.LocalAllocOp():
                 name = self.names.fresh(op.result.name_hint, "buf")
                 self.values[op.result] = name
                 dims = "".join(f"[{d}]" for d in op.result.type.get_shape())
                 shared = "__shared__ " if isinstance(op, tmgpu.SharedAllocOp) else ""
-                self.emit(f"{shared}{c_type(op.result.type.element_type)} {name}{dims};")
+                self.emit(f"{shared}{self.c_type(op.result.type.element_type)} {name}{dims};")
             case tmgpu.BarrierOp():
                 self.emit("__syncthreads();")
             case tmgpu.ShuffleOp():  # a warp-wide statement, always in program order
@@ -322,7 +332,7 @@ class _KernelPrinter:
             self.emit("#pragma unroll")
         step = self.expr(op.step)
         inc = f"++{name}" if step == "1" else f"{name} += {_strip(step)}"
-        self.emit(f"for (int {name} = {_strip(self.expr(op.lb))}; {name} < "
+        self.emit(f"for ({self.index} {name} = {_strip(self.expr(op.lb))}; {name} < "
                   f"{_strip(self.expr(op.ub))}; {inc}) {{")
         self.nested(op.body.block, ())
         self.emit("}")
@@ -332,7 +342,7 @@ class _KernelPrinter:
         for result in op.results:
             name = self.names.fresh(result.name_hint)
             self.values[result] = name
-            self.emit(f"{c_type(result.type)} {name};")
+            self.emit(f"{self.c_type(result.type)} {name};")
             targets.append(name)
         self.emit(f"if ({_strip(self.expr(op.cond))}) {{")
         self.nested(op.true_region.block, tuple(targets))
@@ -383,8 +393,9 @@ def _kernel_comment(kernel: tmgpu.KernelOp) -> str:
     listed = ", ".join(f"{k}={v}" for k, v in params.items())
     fused = kernel.attributes.get("tm.fused")
     fused_line = f"//   fused {fused.data}\n" if isinstance(fused, StringAttr) else ""
+    wide = ", 64-bit indices" if kernel.wide_index else ""
     return (f"// Kernel {kernel.sym_name.data}: schedule template '{template}'"
-            f"{f' ({listed})' if listed else ''}, {kernel.block.data} threads per block\n"
+            f"{f' ({listed})' if listed else ''}, {kernel.block.data} threads per block{wide}\n"
             + fused_line)
 
 

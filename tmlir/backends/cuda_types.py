@@ -1,6 +1,7 @@
 """Element types in the generated CUDA C: C type names, literals, conversions, ``tm_half``.
 
-Each IR element type has one C type (``tmlir/dtypes.py``'s table; ``index`` is ``int``).
+Each IR element type has one C type (``tmlir/dtypes.py``'s table; ``index`` is ``int``, or
+``long long`` in a kernel that needs 64-bit indices).
 float16 is ``tm_half``, a 16-bit struct defined by `HALF_PRELUDE` at the top of any source
 that uses it, with exact conversions written as bit manipulation (round to nearest even,
 NaN kept NaN, overflow to infinity, subnormals exact), so NVRTC, nvcc and the emu's g++
@@ -166,10 +167,11 @@ def prelude(source: str) -> str:
     return "".join(parts)
 
 
-def c_type(type: Attribute) -> str:
-    """The C type of an IR element type (or ``index``)."""
+def c_type(type: Attribute, index: str = "int") -> str:
+    """The C type of an IR element type, or of ``index``: `index` (``int``, or ``long long``
+    in a kernel of ``index_bits(64)``)."""
     if isinstance(type, IndexType):
-        return "int"
+        return index
     dtype = dtypes.from_ir(type)
     if dtype is None:
         raise CudaEmitError(f"the CUDA printer does not support the type {type}")

@@ -15,6 +15,12 @@ device buffers and the ordered launches with their grid and block sizes.
       tmgpu.launch @relu_0(%x, %y) grid(1) block(256) : memref<8x10xf32>, memref<8x10xf32>
       func.return
     }
+
+A kernel whose index values can pass 2^31 - 1 (a buffer of more elements, or more threads)
+says so with ``index_bits(64)`` after its block: the CUDA printer then gives ``index``
+values the C type ``long long`` instead of ``int`` (see ``convert-tm-to-gpu``). A launch's
+grid is within CUDA's limit (`tmlir.gpu_limits.MAX_GRID_X`); a kernel with more blocks
+than that loops over its blocks with ``tmgpu.grid_dim`` as the stride.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -38,6 +45,7 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from tmlir.gpu_limits import (
+    MAX_GRID_X,
     MAX_THREADS_PER_BLOCK,
 )
 from tmlir.ir.kernel_ops import (
@@ -62,23 +70,33 @@ DIMS = ("x", "y", "z")
 
 @irdl_op_definition
 class KernelOp(IRDLOperation):
-    """A ``__global__`` function; ``block`` is its thread count (``__launch_bounds__``)."""
+    """A ``__global__`` function; ``block`` is its thread count (``__launch_bounds__``);
+    ``index_bits`` (32 when absent, or 64) the width of its ``index`` values in C."""
 
     name = "tmgpu.kernel"
     sym_name = prop_def(StringAttr)
     block = prop_def(IntAttr)
+    index_bits = opt_prop_def(IntAttr)
     body = region_def("single_block")
     traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), NoTerminator())
 
     def __init__(
         self, name: str, arg_types: Sequence[Attribute], block: int,
-        attributes: dict[str, Attribute] | None = None,
+        attributes: dict[str, Attribute] | None = None, index_bits: int = 32,
     ) -> None:
+        properties: dict[str, Attribute] = {"sym_name": StringAttr(name), "block": IntAttr(block)}
+        if index_bits != 32:
+            properties["index_bits"] = IntAttr(index_bits)
         super().__init__(
-            properties={"sym_name": StringAttr(name), "block": IntAttr(block)},
+            properties=properties,
             regions=[Region(Block(arg_types=arg_types))],
             attributes=attributes or {},
         )
+
+    @property
+    def wide_index(self) -> bool:
+        """Whether ``index`` values are 64-bit (``long long``) in this kernel."""
+        return self.index_bits is not None and self.index_bits.data == 64
 
     def verify_(self) -> None:
         if not 1 <= self.block.data <= MAX_THREADS_PER_BLOCK:
@@ -86,22 +104,30 @@ class KernelOp(IRDLOperation):
                 f"kernel @{self.sym_name.data}: block must be in [1, {MAX_THREADS_PER_BLOCK}],"
                 f" got {self.block.data}"
             )
+        if self.index_bits is not None and self.index_bits.data not in (32, 64):
+            raise VerifyException(
+                f"kernel @{self.sym_name.data}: index_bits must be 32 or 64, got {self.index_bits.data}"
+            )
         for arg in self.body.block.args:
             memref_shape(arg.type, f"kernel @{self.sym_name.data} argument")
 
     def print(self, printer: Printer) -> None:
-        print_kernel_header(printer, self, self.sym_name.data, f"block({self.block.data})")
+        launch = f"block({self.block.data})"
+        if self.index_bits is not None:
+            launch += f" index_bits({self.index_bits.data})"
+        print_kernel_header(printer, self, self.sym_name.data, launch)
 
     @classmethod
     def parse(cls, parser: Parser) -> KernelOp:
         name, args = parse_kernel_header(parser)
-        block = parse_int_in_parens(parser, "block")
+        properties: dict[str, Attribute] = {"sym_name": StringAttr(name),
+                                            "block": parse_int_in_parens(parser, "block")}
+        if parser.parse_optional_keyword("index_bits") is not None:
+            parser.parse_punctuation("(")
+            properties["index_bits"] = IntAttr(parser.parse_integer(allow_boolean=False))
+            parser.parse_punctuation(")")
         attrs, region = parse_trailing_attrs_and_region(parser, args)
-        return cls.create(
-            properties={"sym_name": StringAttr(name), "block": block},
-            regions=[region],
-            attributes=attrs,
-        )
+        return cls.create(properties=properties, regions=[region], attributes=attrs)
 
 
 @dataclass(frozen=True)
@@ -156,6 +182,13 @@ class BlockIdOp(SpecialIdOp):
     """``blockIdx.<dim>``"""
 
     name = "tmgpu.block_id"
+
+
+@irdl_op_definition
+class GridDimOp(SpecialIdOp):
+    """``gridDim.<dim>``: the blocks of the launch (the stride of a grid-stride loop)."""
+
+    name = "tmgpu.grid_dim"
 
 
 class KernelAllocOp(IRDLOperation):
@@ -261,6 +294,8 @@ class LaunchOp(LaunchOpBase):
         assert isinstance(kernel, KernelOp)
         if self.grid.data < 1:
             raise VerifyException("grid must be >= 1")
+        if self.grid.data > MAX_GRID_X:
+            raise VerifyException(f"grid({self.grid.data}) exceeds CUDA's limit of {MAX_GRID_X} blocks")
         if kernel.block.data != self.block.data:
             raise VerifyException(
                 f"launch block({self.block.data}) differs from the kernel's block({kernel.block.data})"
@@ -301,7 +336,7 @@ class LaunchOp(LaunchOpBase):
 
 TMGPU = Dialect(
     "tmgpu",
-    [KernelOp, ThreadIdOp, BlockIdOp, SharedAllocOp, LocalAllocOp, BarrierOp, ShuffleOp,
+    [KernelOp, ThreadIdOp, BlockIdOp, GridDimOp, SharedAllocOp, LocalAllocOp, BarrierOp, ShuffleOp,
      AllocOp, WeightOp, ViewOp, LaunchOp],
     [],
 )

@@ -12,6 +12,22 @@ host ``tm.view`` (a buffer seen with another shape) becomes
 computed with ``arith`` ops (guards still check the logical indices against the logical
 shape).
 
+Sizes past 32 bits: a kernel whose index values may pass 2^31 - 1 (a buffer of more
+elements, more threads, or index arithmetic that reaches further: see
+tmlir.ir.index_width) gets ``index_bits(64)``, and the CUDA printer computes its indices
+in ``long long``; every other kernel keeps ``int``. A kernel of more blocks than CUDA's
+grid allows (``max-grid``, default `MAX_GRID_X` = 2^31 - 1) is launched with
+`GRID_STRIDE_BLOCKS` blocks (at most ``max-grid``) and loops over its virtual blocks::
+
+    %first = tmgpu.block_id x
+    %stride = tmgpu.grid_dim x
+    scf.for %bid = %first to %blocks step %stride { <body>; tmgpu.barrier }
+
+Every thread of a block makes the same trips, so barriers in the body stay legal; a
+kernel with barriers gets one more at the end of each trip, so that no thread overwrites
+shared memory that a slower one still reads. Its ``__shared__`` and per-thread arrays and
+its thread id are declared before the loop.
+
 One rewrite pattern per op kind, applied by a `PatternRewriteWalker` (outer ops first, so
 an alloc is converted, and its layout recorded, before the accesses to it).
 """
@@ -38,10 +54,13 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from tmlir.dialects import tm, tmgpu
+from tmlir.gpu_limits import GRID_STRIDE_BLOCKS, MAX_GRID_X
 from tmlir.ir.builder import Index, IRBuilder
+from tmlir.ir.index_width import needs_wide_index
 from tmlir.layout import DataLayout
 
 Layouts = dict[SSAValue, DataLayout]
@@ -156,11 +175,16 @@ class ConvertAlloc(RewritePattern):
 
 
 class ConvertKernel(RewritePattern):
-    """``tm.kernel`` → ``tmgpu.kernel`` (the grid moves to the launches), body moved."""
+    """``tm.kernel`` → ``tmgpu.kernel`` (the grid moves to the launches), body moved; the
+    kernels named in `wide` get ``index_bits(64)``."""
+
+    def __init__(self, wide: set[str]) -> None:
+        self.wide = wide
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tm.KernelOp, rewriter: PatternRewriter) -> None:
-        new = tmgpu.KernelOp(op.sym_name.data, [], op.block.data, dict(op.attributes))
+        bits = 64 if op.sym_name.data in self.wide else 32
+        new = tmgpu.KernelOp(op.sym_name.data, [], op.block.data, dict(op.attributes), bits)
         new.body.detach_block(0).erase()
         new.body.add_block(op.body.detach_block(0))
         rewriter.replace(op, new)
@@ -200,24 +224,65 @@ class ConvertOneToOne(RewritePattern):
         rewriter.replace(op, new)
 
 
+def grid_stride(kernel: tmgpu.KernelOp, blocks: int) -> None:
+    """Make `kernel` run its `blocks` virtual blocks whatever its launch's grid: its body
+    becomes a loop from ``blockIdx.x`` to `blocks` by ``gridDim.x`` (see the module
+    docstring), whose counter replaces every ``tmgpu.block_id``."""
+    top = kernel.body.block
+    body = Block(arg_types=[IndexType()])
+    ids = [o for o in kernel.walk() if isinstance(o, tmgpu.BlockIdOp)]
+    body.args[0].name_hint = next((o.result.name_hint for o in ids if o.result.name_hint), "bid")
+    for o in list(top.ops):
+        if not isinstance(o, tmgpu.SharedAllocOp | tmgpu.LocalAllocOp | tmgpu.ThreadIdOp):
+            o.detach()
+            body.add_op(o)
+    if any(isinstance(o, tmgpu.BarrierOp) for o in body.walk()):
+        body.add_op(tmgpu.BarrierOp())
+    body.add_op(scf.YieldOp())
+    b = IRBuilder.at_end(top)
+    first = b.insert(tmgpu.BlockIdOp("x"), "first_block").results[0]
+    stride = b.insert(tmgpu.GridDimOp("x"), "grid_blocks").results[0]
+    b.insert(scf.ForOp(first, b.value(blocks), stride, [], body))
+    for o in ids:
+        o.result.replace_all_uses_with(body.args[0])
+        Rewriter.erase_op(o)
+
+
 @dataclass(frozen=True)
 class ConvertTmToGpu(ModulePass):
-    """Lower tm kernels, buffers, accesses and launches to the tmgpu level."""
+    """Lower tm kernels, buffers, accesses and launches to the tmgpu level.
+
+    ``max-grid`` (default: CUDA's limit, 2^31 - 1) is the most blocks a launch may have; a
+    kernel of more loops over its blocks (grid-stride). Lower it to test that path on
+    small shapes.
+    """
 
     name = "convert-tm-to-gpu"
 
+    max_grid: int = MAX_GRID_X
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not 1 <= self.max_grid <= MAX_GRID_X:
+            raise PassFailedException(
+                f"convert-tm-to-gpu: max-grid must be in [1, {MAX_GRID_X}], got {self.max_grid}")
         leftover = next((o for o in op.walk() if isinstance(o, tm.ForTaskOp)), None)
         if leftover is not None:
             raise PassFailedException(
                 "convert-tm-to-gpu: tm.for_task remains; run tm-lower-mappings first"
             )
-        sizes = {k.sym_name.data: (k.grid.data, k.block.data)
-                 for k in op.walk() if isinstance(k, tm.KernelOp)}
+        kernels = [k for k in op.walk() if isinstance(k, tm.KernelOp)]
+        wide = {k.sym_name.data for k in kernels if needs_wide_index(k, k.grid.data, k.block.data)}
+        strided = {k.sym_name.data: k.grid.data for k in kernels if k.grid.data > self.max_grid}
+        capped = min(GRID_STRIDE_BLOCKS, self.max_grid)
+        sizes = {k.sym_name.data: (capped if k.sym_name.data in strided else k.grid.data, k.block.data)
+                 for k in kernels}
         layouts: Layouts = {}
         patterns: list[RewritePattern] = [
-            ConvertKernel(), ConvertAlloc(layouts), ConvertLoad(layouts), ConvertStore(layouts),
+            ConvertKernel(wide), ConvertAlloc(layouts), ConvertLoad(layouts), ConvertStore(layouts),
             ConvertLaunch(sizes), ConvertOneToOne(),
         ]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns, dce_enabled=False),
                              apply_recursively=False).rewrite_module(op)
+        for kernel in [k for k in op.ops if isinstance(k, tmgpu.KernelOp)]:
+            if kernel.sym_name.data in strided:
+                grid_stride(kernel, strided[kernel.sym_name.data])
