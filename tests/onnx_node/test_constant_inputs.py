@@ -30,7 +30,6 @@ EXPECTED_FAILURES = {  # test name prefix -> the reason it fails for
     "test_training_dropout": "its mask is random",  # a nonzero ratio
     "test_resize_downsample_scales_linear_align_corners": "mismatch",  # see below
     "test_resize_downsample_scales_cubic_align_corners": "mismatch",  # the same
-    "test_reduce_sum_empty_set_non_reduced_axis_zero": "zero-size tensors are not supported",
 }
 # test_resize_downsample_scales_linear_align_corners: 2x4 scaled by 0.6 to 1x2. ONNX's
 # reference maps x to x * (n - 1) / (scale * n - 1) (with the unrounded output size 2.4);

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
-from onnx import NodeProto, TensorProto
+from onnx import TensorProto
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Region
@@ -39,6 +39,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from tmlir.frontends.onnx_common import (  # noqa: F401  (FrontendError re-exported)
     FrontendError,
+    node_label,
     one_line,
     sanitize_name,
     static_type,
@@ -46,6 +47,7 @@ from tmlir.frontends.onnx_common import (  # noqa: F401  (FrontendError re-expor
 )
 from tmlir.frontends.onnx_context import ImportContext
 from tmlir.frontends.onnx_control_flow import ControlFlowInliner
+from tmlir.frontends.onnx_empty import fold_empty
 from tmlir.frontends.onnx_fold import fold_constants
 from tmlir.frontends.onnx_model import (  # noqa: F401  (load_model, declared_inputs re-exported)
     declared_inputs,
@@ -55,6 +57,7 @@ from tmlir.frontends.onnx_model import (  # noqa: F401  (load_model, declared_in
     specialize,
 )
 from tmlir.frontends.onnx_ops import operators
+from tmlir.progress import progress
 
 _OPS = operators()
 SUPPORTED_OPS: tuple[str, ...] = tuple(sorted(_OPS))
@@ -79,11 +82,6 @@ class ImportedModel:
     output_names: list[str]
 
 
-def _node_label(node: NodeProto, index: int) -> str:
-    op = node.op_type if node.domain in _DEFAULT_DOMAINS else f"{node.domain}.{node.op_type}"
-    return f"node '{node.name}' ({op})" if node.name else f"node #{index} ({op})"
-
-
 def _initializer_type(tensor: TensorProto) -> TensorType:
     return static_type(tensor.data_type, tensor.dims, f"initializer '{tensor.name}'")
 
@@ -92,7 +90,7 @@ def _check_graph(graph_proto: onnx.GraphProto) -> None:
     """Errors that shape inference would report less clearly, or not at all."""
     for index, node in enumerate(graph_proto.node):  # the most fundamental error first
         if node.op_type not in SUPPORTED_OPS or node.domain not in _DEFAULT_DOMAINS:
-            raise FrontendError(f"{_node_label(node, index)}: unsupported op type; "
+            raise FrontendError(f"{node_label(node, index)}: unsupported op type; "
                                 f"supported: {', '.join(SUPPORTED_OPS)}")
     initializers = {t.name: t for t in graph_proto.initializer}
     infos = {i.name: i for i in graph_proto.input}
@@ -102,7 +100,7 @@ def _check_graph(graph_proto: onnx.GraphProto) -> None:
     consumed = {n for node in graph_proto.node for n in node.input} | {
         o.name for o in graph_proto.output}
     for index, node in enumerate(graph_proto.node):
-        label = _node_label(node, index)
+        label = node_label(node, index)
         op = _OPS[node.op_type]
         attributes = op.read_attributes(node, label)
         extra = [n for n in node.output[1:] if n]  # "" is an absent optional output
@@ -149,8 +147,9 @@ def _import_graph(graph_proto: onnx.GraphProto, base_dir: str,
         arg = ctx.block.insert_arg(arg_type, len(ctx.block.args))
         arg.name_hint = sanitize_name(name)
         ctx.alias(name, arg)
-    for index, node in enumerate(graph_proto.node):
-        ctx.label = _node_label(node, index)
+    nodes = progress(graph_proto.node, "importing ONNX nodes", len(graph_proto.node), "node")
+    for index, node in enumerate(nodes):
+        ctx.label = node_label(node, index)
         if ctx.fold(node):  # a shape computation on shapes our graph knows
             continue
         ctx.check_dtypes(node)
@@ -209,7 +208,8 @@ def import_onnx(
     for _ in range(MAX_FOLD_ROUNDS):
         nodes = len(inferred.graph.node)
         fold_constants(inferred, in_place=True)  # a copy of the caller's model, or one of ours
-        if not inline(inferred) and len(inferred.graph.node) == nodes:
+        emptied = fold_empty(inferred)  # values with no element are constants (onnx_empty)
+        if not inline(inferred) and not emptied and len(inferred.graph.node) == nodes:
             break
         infer_shapes(inferred)
     _check_graph(inferred.graph)

@@ -7,8 +7,9 @@ import math
 import re
 from collections.abc import Sequence
 
+import numpy as np
 import onnx
-from onnx import TensorShapeProto
+from onnx import TensorProto, TensorShapeProto, numpy_helper
 from xdsl.dialects.builtin import TensorType
 
 from tmlir import dtypes
@@ -44,9 +45,29 @@ def sanitize_name(name: str) -> str | None:
     return f"v{hint}" if hint[0].isdigit() else hint
 
 
+def tensor_array(tensor: TensorProto, where: str, base_dir: str | None = None) -> np.ndarray:
+    """A TensorProto's data as an array; one FrontendError line naming `where` and the
+    tensor when its data does not fit its type and dims (wrong byte count, say)."""
+    try:
+        return numpy_helper.to_array(tensor, base_dir) if base_dir else numpy_helper.to_array(tensor)
+    except Exception as exc:
+        dims = "x".join(map(str, tensor.dims)) or "scalar"
+        type_name = TensorProto.DataType.Name(tensor.data_type) if tensor.data_type in \
+            TensorProto.DataType.values() else f"type {tensor.data_type}"
+        raise FrontendError(f"{where}: tensor '{tensor.name}' ({type_name.lower()}, {dims}) has "
+                            f"data that does not fit it: {one_line(exc)}") from None
+
+
 def one_line(exc: BaseException) -> str:
     """The message of `exc` on one line (its type name if it has none)."""
     return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def node_label(node: onnx.NodeProto, index: int) -> str:
+    """How errors name a node: ``node 'name' (Op)``, or ``node #index (Op)`` without a name
+    (a domain other than the default one prefixes the op)."""
+    op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+    return f"node '{node.name}' ({op})" if node.name else f"node #{index} ({op})"
 
 
 def static_type(

@@ -24,6 +24,8 @@ import numpy as np
 import onnx
 from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
+from tmlir.frontends.onnx_common import tensor_array
+
 MAX_FOLDED_ELEMENTS = 1 << 20
 NONDETERMINISTIC = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform",
                               "RandomUniformLike", "Bernoulli", "Multinomial"})
@@ -55,7 +57,7 @@ def constant_node_value(node: NodeProto) -> list[np.ndarray] | None:
     for attr in node.attribute:
         value = helper.get_attribute_value(attr)
         if attr.name == "value":
-            return [numpy_helper.to_array(value)]
+            return [tensor_array(value, f"Constant node '{node.name or node.output[0]}': attribute 'value'")]
         if attr.name in ("value_float", "value_floats"):
             return [np.array(value, dtype=np.float32)]
         if attr.name in ("value_int", "value_ints"):
@@ -92,7 +94,14 @@ def _gather_elements(node: NodeProto, inputs: list[np.ndarray | None]) -> list[n
     return [np.take_along_axis(data, indices.astype(np.int64), axis=axis)]
 
 
-_NUMPY = {"GatherElements": _gather_elements}
+def _global_max_pool(node: NodeProto, inputs: list[np.ndarray | None]) -> list[np.ndarray]:
+    """``GlobalMaxPool`` (onnx 1.23's reference drops a dim of a rank-3 input)."""
+    (data,) = inputs
+    assert data is not None
+    return [np.max(data, axis=tuple(range(2, data.ndim)), keepdims=True)]
+
+
+_NUMPY = {"GatherElements": _gather_elements, "GlobalMaxPool": _global_max_pool}
 """Ops folded with numpy where onnx's reference implementation is wrong."""
 
 
@@ -166,7 +175,7 @@ class _Constants(dict):
         return super().__contains__(name) or name in self._initializers
 
     def __missing__(self, name: str) -> np.ndarray:
-        array = self[name] = numpy_helper.to_array(self._initializers[name])
+        array = self[name] = tensor_array(self._initializers[name], f"initializer '{name}'")
         return array
 
 
@@ -204,12 +213,19 @@ def evaluate_node(node: NodeProto, inputs: list[np.ndarray | None],
     `inputs` (None for an absent optional one); None if it cannot be evaluated here (the
     reference implementation fails) or a result exceeds `MAX_FOLDED_ELEMENTS`."""
     try:
-        if node.op_type in _NUMPY:
-            results = _NUMPY[node.op_type](node, inputs)
-        else:
-            results = _evaluate(node, inputs, opset)
+        results = run_node(node, inputs, opset)
     except Exception:  # the reference implementation cannot run it: leave it to the importer
         return None
-    if any(np.asarray(r).size > MAX_FOLDED_ELEMENTS for r in results):
+    if any(r.size > MAX_FOLDED_ELEMENTS for r in results):
         return None
+    return results
+
+
+def run_node(node: NodeProto, inputs: list[np.ndarray | None], opset: list) -> list[np.ndarray]:
+    """The results of `node` on constant `inputs` (see `evaluate_node`), whatever their
+    size; raises what the reference implementation raises when it cannot evaluate it."""
+    if node.op_type in _NUMPY:
+        results = _NUMPY[node.op_type](node, inputs)
+    else:
+        results = _evaluate(node, inputs, opset)
     return [np.asarray(r) for r in results]

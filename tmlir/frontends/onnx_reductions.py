@@ -10,11 +10,13 @@ What each op imports to:
   ``ReduceLogSumExp``: ``graph.reduce_*``. The axes are an attribute before opset 18 (13
   for ``ReduceSum``), then an optional input, which must be a constant (an initializer, or
   a ``Constant`` node, which constant folding made one). No axes reduce every dim, or with
-  ``noop_with_empty_axes`` none (the input itself); ``keepdims`` (default 1) keeps the
-  reduced dims as 1. float32 data; ``ReduceMax`` / ``ReduceMin`` take bools too (any /
-  all). Reducing empty sets (an input with a zero extent) gives a constant: the
-  reduction's identity (0, 1 for the product, -inf for the max and the logarithms, inf
-  for the min, false / true for bools), NaN for the mean.
+  ``noop_with_empty_axes`` none: the input itself, through the op's element map (``abs``
+  for L1 and L2, the square for ``ReduceSumSquare``, ``log`` for ``ReduceLogSum``);
+  ``keepdims`` (default 1) keeps the reduced dims as 1. float32 data; ``ReduceMax`` /
+  ``ReduceMin`` take bools too (any / all). Reducing empty sets (an input with a zero
+  extent) gives a constant, computed before import as onnxruntime does
+  (``tmlir.frontends.onnx_empty``): the reduction's identity (0, 1 for the product, -inf
+  for the max and the logarithms, inf for the min, false / true for bools), 0 for the mean.
 - ``ArgMax`` / ``ArgMin``: ``graph.arg_max`` / ``graph.arg_min`` (``axis`` default 0,
   ``keepdims``, ``select_last_index``), float32 data, int64 indices.
 - ``Hardmax``: ``graph.hardmax`` over ``axis`` (default -1); before opset 13 the input is
@@ -67,11 +69,15 @@ def softmax(ctx: ImportContext, node: NodeProto) -> None:
     ctx.define(node.output[0], op_type(x, axes))
 
 
+#: What a reduction over no axes makes of each element, where not the element itself (as
+#: ONNX's reference and onnxruntime compute it; ``ReduceSumSquare``: its square).
+_ELEMENT_MAPS = {"ReduceL1": graph.AbsOp, "ReduceL2": graph.AbsOp, "ReduceLogSum": graph.LogOp}
+
+
 def _reduction(op_type: str, graph_op: type[graph.ReduceOp], axes_input_since: int,
-               empty: float, data: tuple[dtypes.DType, ...] = F64) -> None:
-    """A reduction of `data` whose axes are an input from opset `axes_input_since`, and
-    whose value over an empty set (ONNX's ``reduce_*_empty_set`` tests) is `empty` (for
-    bools, ``empty > 0``: false for the max, true for the min)."""
+               data: tuple[dtypes.DType, ...] = F64) -> None:
+    """A reduction of `data` whose axes are an input from opset `axes_input_since`. (A
+    reduction of an empty tensor is computed before import: ``onnx_empty.REDUCE_EMPTY``.)"""
 
     @onnx_op(op_type, attributes={"axes": INTS, "keepdims": Attr(INT, FLAG),
                                   "noop_with_empty_axes": Attr(INT, FLAG)},
@@ -90,38 +96,29 @@ def _reduction(op_type: str, graph_op: type[graph.ReduceOp], axes_input_since: i
         x = ctx.value(name)
         rank = len(_shape(x))
         if not axes and (attrs.get("noop_with_empty_axes", 0) == 1 or rank == 0):
-            ctx.alias(node.output[0], x)  # nothing to reduce
+            # nothing to reduce, but each element still goes through the op's map
+            if node.op_type == "ReduceSumSquare":
+                ctx.define(node.output[0], graph.MulOp(x, x, x.type))
+            elif node.op_type in _ELEMENT_MAPS:
+                ctx.define(node.output[0], _ELEMENT_MAPS[node.op_type](x))
+            else:
+                ctx.alias(node.output[0], x)
             return
         reduced = sorted({ctx.axis_of(a, rank) for a in axes}) if axes else range(rank)
         keepdims = attrs.get("keepdims", 1) == 1
-        if 0 in _shape(x):  # reducing empty sets: the identity (mean: NaN), a constant
-            out_shape = graph.reduced_shape(_shape(x), reduced, keepdims)
-            if 0 in out_shape:
-                raise FrontendError(f"{ctx.label}: zero-size tensors are not supported "
-                                    f"(input {list(_shape(x))}, output {list(out_shape)})")
-            dtype = dtypes.of_ir(x.type.get_element_type()).numpy  # type: ignore[attr-defined]
-            fill = (empty > 0) if dtype == np.bool_ else empty
-            ctx.add_weight(node.output[0], np.full(out_shape, fill, dtype))
-            return
         ctx.define(node.output[0], graph_op(x, reduced, keepdims))
 
 
-_reduction("ReduceSum", graph.ReduceSumOp, 13, 0.0)
-_reduction("ReduceMean", graph.ReduceMeanOp, 18, float("nan"))
-_reduction("ReduceMax", graph.ReduceMaxOp, 18, -np.inf, (*F64, BOOL))
-_reduction("ReduceMin", graph.ReduceMinOp, 18, np.inf, (*F64, BOOL))
-_reduction("ReduceProd", graph.ReduceProdOp, 18, 1.0)
-_reduction("ReduceL1", graph.ReduceL1Op, 18, 0.0)
-_reduction("ReduceL2", graph.ReduceL2Op, 18, 0.0)
-_reduction("ReduceSumSquare", graph.ReduceSumSquareOp, 18, 0.0)
-_reduction("ReduceLogSum", graph.ReduceLogSumOp, 18, -np.inf)
-_reduction("ReduceLogSumExp", graph.ReduceLogSumExpOp, 18, -np.inf)
-
-
-def _no_zero_size(ctx: ImportContext, x: SSAValue) -> None:
-    if 0 in _shape(x):
-        raise FrontendError(f"{ctx.label}: zero-size tensors are not supported (input "
-                            f"{list(_shape(x))})")
+_reduction("ReduceSum", graph.ReduceSumOp, 13)
+_reduction("ReduceMean", graph.ReduceMeanOp, 18)
+_reduction("ReduceMax", graph.ReduceMaxOp, 18, (*F64, BOOL))
+_reduction("ReduceMin", graph.ReduceMinOp, 18, (*F64, BOOL))
+_reduction("ReduceProd", graph.ReduceProdOp, 18)
+_reduction("ReduceL1", graph.ReduceL1Op, 18)
+_reduction("ReduceL2", graph.ReduceL2Op, 18)
+_reduction("ReduceSumSquare", graph.ReduceSumSquareOp, 18)
+_reduction("ReduceLogSum", graph.ReduceLogSumOp, 18)
+_reduction("ReduceLogSumExp", graph.ReduceLogSumExpOp, 18)
 
 
 @onnx_op("ArgMax", attributes={"axis": INT, "keepdims": Attr(INT, FLAG),
@@ -131,7 +128,6 @@ def _no_zero_size(ctx: ImportContext, x: SSAValue) -> None:
 def arg_reduce(ctx: ImportContext, node: NodeProto) -> None:
     attrs = ctx.attributes(node)
     (x,) = ctx.inputs(node, 1)
-    _no_zero_size(ctx, x)
     axis = ctx.axis_of(attrs.get("axis", 0), max(len(_shape(x)), 1))
     op_type = graph.ArgMaxOp if node.op_type == "ArgMax" else graph.ArgMinOp
     ctx.define(node.output[0], op_type(x, axis, attrs.get("keepdims", 1) == 1,
@@ -141,7 +137,6 @@ def arg_reduce(ctx: ImportContext, node: NodeProto) -> None:
 @onnx_op("Hardmax", attributes={"axis": INT}, inputs=((FLOAT32,),))
 def hardmax(ctx: ImportContext, node: NodeProto) -> None:
     (x,) = ctx.inputs(node, 1)
-    _no_zero_size(ctx, x)
     shape = _shape(x)
     legacy = ctx.opset < 13  # over the input flattened to 2-D at `axis`
     axis = ctx.axis_of(ctx.attributes(node).get("axis", 1 if legacy else -1), len(shape))
@@ -169,7 +164,6 @@ def cumsum(ctx: ImportContext, node: NodeProto) -> None:
     attrs = ctx.attributes(node)
     name, _ = ctx.input_names(node, 2)
     x = ctx.value(name)
-    _no_zero_size(ctx, x)
     if not _shape(x):
         raise FrontendError(f"{ctx.label}: input 'x' must have rank >= 1, got a scalar")
     axis = ctx.axis_of(_constant_scalar(ctx, node, 1, "axis"), len(_shape(x)))
@@ -195,7 +189,6 @@ def top_k(ctx: ImportContext, node: NodeProto) -> None:
         name, _ = ctx.input_names(node, 2)
         k = _constant_scalar(ctx, node, 1, "K")
     x = ctx.value(name)
-    _no_zero_size(ctx, x)
     shape = _shape(x)
     if not shape:
         raise FrontendError(f"{ctx.label}: input 'X' must have rank >= 1, got a scalar")

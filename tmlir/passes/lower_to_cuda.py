@@ -1,6 +1,6 @@
 """``lower-to-cuda``: the default pipeline from graph-level IR to the gpu level.
 
-``graph-canonicalize`` → ``graph-fold-batchnorm`` → ``graph-partition`` →
+``graph-fold-empty`` → ``graph-canonicalize`` → ``graph-fold-batchnorm`` → ``graph-partition`` →
 ``convert-graph-to-tm`` → ``tm-lower-mappings`` → ``convert-tm-to-gpu`` → ``arith-simplify``
 → ``cse``. ``tm-opt model.onnx -p lower-to-cuda -t
 cuda`` prints the CUDA C of a model (``--print-between-passes`` shows the IR after each
@@ -21,6 +21,7 @@ from tmlir.passes.convert_graph_to_tm import ConvertGraphToTm
 from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu
 from tmlir.passes.graph_canonicalize import GraphCanonicalize
 from tmlir.passes.graph_fold_batchnorm import GraphFoldBatchnorm
+from tmlir.passes.graph_fold_empty import GraphFoldEmpty
 from tmlir.passes.graph_partition import GraphPartition
 from tmlir.passes.tm_lower_mappings import TmLowerMappings
 
@@ -30,6 +31,7 @@ def pipeline(fusion: bool = True, convert: ConvertGraphToTm | None = None
     """The passes of ``lower-to-cuda``; without `fusion`, no ``graph-partition``;
     `convert` is the ``convert-graph-to-tm`` pass with its options (default: none)."""
     return (
+        GraphFoldEmpty(),
         GraphCanonicalize(),
         GraphFoldBatchnorm(),
         *([GraphPartition()] if fusion else []),
