@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass, PassPipeline
+from xdsl.passes import ModulePass
+
+from tmlir.progress import progress
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,9 @@ class PipelinePass(ModulePass):
         """The inner passes, in order, with the options this pass forwards to them."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PassPipeline(expand_pipeline(self.passes())).apply(ctx, op)
+        passes = expand_pipeline(self.passes())
+        for inner in progress(passes, self.name, len(passes), "pass"):
+            inner.apply(ctx, op)
         op.verify()
 
 

@@ -17,12 +17,14 @@ sequence, captured on the first run and replayed after.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from tmlir.backends.cuda_c import CudaProgram
+from tmlir.progress import progress
 from tmlir.runtime.interop import ArrayRef, ExportedArray
 from tmlir.runtime.memory_plan import MemoryPlan
 
@@ -55,40 +57,61 @@ class EmuRunner:
 
     `fill`, when given, is the byte every arena byte starts as (tests use 0xFF, a NaN
     in every float, to prove no kernel reads a temp it did not write).
+
+    Runs from several threads at once each take an arena of their own (kept for reuse),
+    so they never share temps; a single thread reuses one arena.
     """
 
     def __init__(self, program: CudaProgram, weights: Mapping[str, np.ndarray], module: Any,
                  plan: MemoryPlan, fill: int | None = None) -> None:
         self.program, self.weights, self.module, self.plan = program, weights, module, plan
-        self.arena = np.empty(plan.arena_bytes, np.uint8)
-        if fill is not None:
-            self.arena.fill(fill)
-        self.slots: list[np.ndarray | None] = []
-        for i, buf in enumerate(program.buffers):
+        self.fill = fill
+        self.weight_slots = {i: np.ascontiguousarray(weights[buf.source], buf.dtype).reshape(buf.shape)
+                             for i, buf in enumerate(program.buffers) if buf.kind == "weight"}
+        self._lock = threading.Lock()
+        self._free = [self._workspace()]
+
+    def _workspace(self) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        """A fresh arena and the slot of every buffer in it (weights shared, inputs and
+        outputs None: given per run)."""
+        arena = np.empty(self.plan.arena_bytes, np.uint8)
+        if self.fill is not None:
+            arena.fill(self.fill)
+        slots: list[np.ndarray | None] = []
+        for i, buf in enumerate(self.program.buffers):
             if buf.kind == "weight":
-                self.slots.append(np.ascontiguousarray(weights[buf.source], buf.dtype)
-                                  .reshape(buf.shape))
-            elif i in plan.offsets:
-                self.slots.append(_host_view(self.arena, plan.offsets[i], buf.shape, buf.dtype))
+                slots.append(self.weight_slots[i])
+            elif i in self.plan.offsets:
+                slots.append(_host_view(arena, self.plan.offsets[i], buf.shape, buf.dtype))
             elif buf.kind == "temp":  # used by no launch
-                self.slots.append(np.zeros(buf.shape, buf.dtype))
+                slots.append(np.zeros(buf.shape, buf.dtype))
             else:
-                self.slots.append(None)  # an input or output: given per run
+                slots.append(None)
+        return arena, slots
 
     def run(self, inputs: Mapping[int, np.ndarray], device_outputs: bool = False
             ) -> dict[int, np.ndarray]:
         """Run on `inputs` (by buffer index, checked arrays); the outputs by buffer index."""
         del device_outputs  # emu memory is host memory: outputs are numpy arrays either way
-        arrays = list(self.slots)
-        outputs = {}
-        for i, buf in enumerate(self.program.buffers):
-            if buf.kind == "input":
-                arrays[i] = inputs[i]
-            elif buf.kind == "output":
-                arrays[i] = outputs[i] = np.zeros(buf.shape, buf.dtype)
-        for launch in self.program.launches:
-            self.module.launch(launch.kernel, launch.grid, launch.block,
-                               [arrays[i] for i in launch.args])
+        with self._lock:
+            workspace = self._free.pop() if self._free else None
+        if workspace is None:
+            workspace = self._workspace()
+        try:
+            arrays = list(workspace[1])
+            outputs = {}
+            for i, buf in enumerate(self.program.buffers):
+                if buf.kind == "input":
+                    arrays[i] = inputs[i]
+                elif buf.kind == "output":
+                    arrays[i] = outputs[i] = np.zeros(buf.shape, buf.dtype)
+            launches = self.program.launches
+            for launch in progress(launches, "running on emu", len(launches), "kernel"):
+                self.module.launch(launch.kernel, launch.grid, launch.block,
+                                   [arrays[i] for i in launch.args])
+        finally:
+            with self._lock:
+                self._free.append(workspace)
         return outputs
 
 
@@ -141,6 +164,7 @@ class CudaRunner:
                 self.slots.append(slot)
         self.args = [[self.slots[i] for i in launch.args] for launch in program.launches]
         self.outputs = [(i, buf) for i, buf in enumerate(program.buffers) if buf.kind == "output"]
+        self._lock = threading.Lock()  # runs share the input/output slots and the stream
 
     def _launch_all(self) -> None:
         for launch, args in zip(self.program.launches, self.args):
@@ -149,7 +173,13 @@ class CudaRunner:
 
     def run(self, inputs: Mapping[int, np.ndarray | ArrayRef], device_outputs: bool = False
             ) -> dict[int, np.ndarray | DeviceArray]:
-        """Copy `inputs` in, run every launch (replaying the graph), copy the outputs out."""
+        """Copy `inputs` in, run every launch (replaying the graph), copy the outputs out.
+        Runs from several threads take turns (they share the slots and the stream)."""
+        with self._lock:
+            return self._run(inputs, device_outputs)
+
+    def _run(self, inputs: Mapping[int, np.ndarray | ArrayRef], device_outputs: bool
+             ) -> dict[int, np.ndarray | DeviceArray]:
         from tmlir.backends.cuda_runtime import DeviceBuffer, capture_graph
 
         for i, value in inputs.items():

@@ -14,6 +14,7 @@ Each compiled variant places its intermediate buffers by a memory plan
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ from tmlir import dtypes
 from tmlir.backends.cuda_c import CudaProgram, emit_cuda
 from tmlir.runtime.interop import ArrayRef, InteropError, as_array_ref
 from tmlir.runtime.memory_plan import MemoryPlan, plan_memory
+from tmlir.runtime.resources import check_memory
 from tmlir.runtime.runners import CudaRunner, EmuRunner, Runner, WeightCache
 
 DEVICES = ("emu", "cuda")
@@ -141,16 +143,23 @@ class InferenceSession:
     - ``tuning_records`` names the file of ``tm-tune``'s records (default: the standard
       one). On cuda, tunable kernels take the parameters recorded for GPU 0 (its name and
       architecture); on emu, those recorded for ``target_device`` when one is given
-      (``""``: default parameters), so emu runs the exact kernels a GPU would.
+      (``""``: default parameters), so emu runs the exact kernels a GPU would;
+    - ``check=True`` (emu) runs every kernel under the emu sanitizer: each global and shared
+      access bounds-checked, shared-memory races reported (`tmlir.backends.emu.check`);
+      None (the default) follows ``$TMLIR_EMU_CHECK``.
 
     On cuda, the weights are uploaded once; inputs may be numpy arrays or CUDA arrays
     (torch, cupy: DLPack or ``__cuda_array_interface__``), copied device to device.
+
+    ``run`` may be called from several threads at once: compiles of new variants take
+    turns, emu runs proceed in parallel (each with its own temporary buffers), cuda runs of
+    one variant take turns on the session's stream.
     """
 
     def __init__(self, path_or_model: Any, device: str = "emu", fusion: bool = True,
                  memory_plan: bool = True, cuda_graphs: bool = True,
                  tuning_records: str | os.PathLike | None = None, target_device: str = "",
-                 target_arch: str = "sm_90") -> None:
+                 target_arch: str = "sm_90", check: bool | None = None) -> None:
         from tmlir.frontends.onnx import declared_inputs, load_model
 
         if device not in DEVICES:
@@ -159,6 +168,7 @@ class InferenceSession:
         self.fusion = fusion
         self.memory_plan = memory_plan
         self.cuda_graphs = cuda_graphs
+        self.check = check
         self.tuning_records = tuning_records
         self.target = (target_device, target_arch)
         if device == "cuda":
@@ -177,6 +187,7 @@ class InferenceSession:
         self._by_value: dict[str, str] = {}
         """Inputs compiled per value -> the node that reads them (``node 'r' (Reshape)``)."""
         self._variants: dict[tuple, _Compiled] = {}
+        self._compiling = threading.RLock()  # one compile at a time; runs go on in parallel
         self._current: _Compiled | None = None
         self._cuda: tuple[Any, Any] | None = None  # (WeightCache, Stream) once on cuda
         if not self._dynamic:
@@ -304,6 +315,11 @@ class InferenceSession:
         """The model compiled for these dynamic input shapes and the fed values of the
         inputs read per value (compiled on first use). A compile that finds more inputs
         read per value (they can depend on each other's values) learns them and retries."""
+        with self._compiling:
+            return self._compiled_variant(shapes, feed)
+
+    def _compiled_variant(self, shapes: dict[str, tuple[int, ...]],
+                          feed: Mapping[str, np.ndarray | ArrayRef] | None) -> _Compiled:
         from tmlir.frontends.onnx_common import RunTimeValueError
 
         while True:
@@ -323,12 +339,14 @@ class InferenceSession:
                 self._by_value.update((name, exc.where) for name in new)
                 continue
             plan = plan_memory(program, reuse=self.memory_plan)
+            check_memory(program, plan, self.device)
             signatures = [k.signature for k in program.kernels]
             runner: Runner
             if self.device == "emu":
                 from tmlir.backends.emu import compile_emu
 
-                runner = EmuRunner(program, weights, compile_emu(program.source, signatures), plan)
+                runner = EmuRunner(program, weights, compile_emu(program.source, signatures, self.check),
+                                    plan)
             else:
                 from tmlir.backends.cuda_runtime import CudaModule
                 from tmlir.backends.ptx import compile_kernels_ptx
