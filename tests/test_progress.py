@@ -55,3 +55,34 @@ def test_a_compile_and_run_show_their_stages(monkeypatch) -> None:
     text = err.getvalue()
     for stage in ("importing ONNX nodes", "lower-to-cuda", "running on emu"):
         assert stage in text
+
+
+SPIN = """
+extern "C" __global__ void spin(float* out, int n) {
+  float acc = 0.0f;
+  for (int i = 0; i < n; ++i) acc += 1e-7f * float(i % 7);
+  out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+"""
+
+
+def test_a_long_launch_shows_its_blocks(monkeypatch) -> None:
+    import numpy as np
+
+    from tmlir.backends.emu import compile_emu, emu
+    from tmlir.backends.kernel_abi import KernelParam, KernelSignature
+
+    module = compile_emu(SPIN, [KernelSignature("spin", (KernelParam("out", "float*"),
+                                                         KernelParam("n", "int")))])
+    err = _Terminal()
+    monkeypatch.setattr("sys.stderr", err)
+    monkeypatch.setattr(progress_module, "DELAY", 0.0)
+    monkeypatch.setattr(emu._LaunchProgress, "POLL", 0.01)
+    out = np.zeros(64 * 32, np.float32)
+    module.launch("spin", 64, 32, [out, 20000])
+    assert "kernel spin" in err.getvalue() and "block" in err.getvalue()
+    assert out[0] > 0
+    monkeypatch.setenv(progress_module.PROGRESS_ENV, "0")  # off: no thread, no output
+    err.seek(0), err.truncate()
+    module.launch("spin", 64, 32, [out, 10])
+    assert err.getvalue() == ""

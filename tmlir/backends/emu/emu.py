@@ -29,13 +29,16 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from numbers import Integral, Real
 from pathlib import Path
 
 import numpy as np
 
+from tmlir import progress
 from tmlir.backends import kernel_abi
 from tmlir.backends.cache import cache_dir, cache_key, cached_file, cached_path, publish
 from tmlir.backends.emu import guard
@@ -117,6 +120,10 @@ class EmuModule:
         except OSError as exc:
             raise EmuError(f"cannot load emu module {path}: {exc}") from None
         self._release = getattr(self._library, "tmlir_emu_release", None)
+        self._progress = getattr(self._library, "tmlir_emu_progress", None)
+        if self._progress is not None:
+            self._progress.restype = ctypes.c_longlong
+            self._progress.argtypes = []
         self._kernels = {k.name: k for k in kernels}
         self._entries = {k.name: self._entry(k.name) for k in kernels}
         # Handed the fault guard at the first launch (building it, once, needs the compiler).
@@ -177,8 +184,10 @@ class EmuModule:
         argv = (ctypes.c_void_p * max(len(values), 1))(*map(ctypes.addressof, values))
         err = ctypes.create_string_buffer(_ERROR_BYTES)
         guard.before_launch()
-        status = self._entries[name]((ctypes.c_uint * 3)(*grid3), (ctypes.c_uint * 3)(*block3),
-                                     argv, err, ctypes.c_ulong(_ERROR_BYTES))
+        blocks = grid3[0] * grid3[1] * grid3[2]
+        with _LaunchProgress(self._progress, name, blocks):
+            status = self._entries[name]((ctypes.c_uint * 3)(*grid3), (ctypes.c_uint * 3)(*block3),
+                                         argv, err, ctypes.c_ulong(_ERROR_BYTES))
         if status == guard.INTERRUPTED:
             guard.raise_pending_interrupt()  # KeyboardInterrupt, unless the handler changed
         if status != 0:
@@ -338,3 +347,37 @@ def _marshal(kernel: str, param: KernelParam, arg: object) -> ctypes._SimpleCDat
     if not -(2 ** (bits - 1)) <= int(arg) < 2 ** (bits - 1):
         raise EmuError(f"{where}: {arg} does not fit in {bits} bits")
     return carrier(int(arg))
+
+
+class _LaunchProgress:
+    """A progress bar of a launch's blocks, on a terminal only (`tmlir.progress`): a thread
+    that waits `progress.DELAY` seconds and, if the launch is still running, shows how many
+    blocks it has started until it ends. Nothing at all when bars are off."""
+
+    POLL = 0.25
+
+    def __init__(self, counter: ctypes._CFuncPtr | None, kernel: str, blocks: int) -> None:
+        self.counter, self.kernel, self.blocks = counter, kernel, blocks
+        self.thread: threading.Thread | None = None
+        self.done = threading.Event()
+
+    def __enter__(self) -> _LaunchProgress:
+        if self.counter is not None and self.blocks > 1 and progress.enabled():
+            self.thread = threading.Thread(target=self._show, daemon=True)
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.thread is not None:
+            self.done.set()
+            self.thread.join()
+
+    def _show(self) -> None:
+        if self.done.wait(progress.DELAY):
+            return
+        from tqdm import tqdm
+
+        with tqdm(total=self.blocks, desc=f"kernel {self.kernel}", unit="block", leave=False,
+                  file=sys.stderr, dynamic_ncols=True) as bar:
+            while not self.done.wait(self.POLL):
+                bar.update(max(0, min(self.counter(), self.blocks) - bar.n))

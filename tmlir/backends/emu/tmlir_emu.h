@@ -260,6 +260,9 @@ inline bool run_block(Worker& w, char* err, size_t errlen) {
 }
 
 // ---- the grid: blocks spread over OS workers -----------------------------------------
+// Blocks started by this module's latest launch, for a progress display (tmlir_emu_progress).
+static long long blocks_started = 0;
+
 struct Launch {
   uint3 grid, block;
   void (*body)(void*);             // the kernel call, type-erased
@@ -346,6 +349,7 @@ __attribute__((noinline)) inline void run_blocks(Launch& L, Worker& w, bool guar
     if (*L.cancel) return fail(L, "interrupted (SIGINT)", 2);
     long long b = __atomic_fetch_add(&L.next_block, 1, __ATOMIC_RELAXED);
     if (b >= L.n_blocks) break;
+    __atomic_store_n(&blocks_started, b, __ATOMIC_RELAXED);
     block_idx = {unsigned(b % L.grid.x), unsigned(b / L.grid.x % L.grid.y),
                  unsigned(b / L.grid.x / L.grid.y)};
     if (!run_block(w, msg, sizeof msg))  // an empty message: stopped by another worker or SIGINT
@@ -408,6 +412,7 @@ int launch(const unsigned* grid3, const unsigned* block3, F body, char* err, uns
            fault_guard ? fault_guard->launch_begins() : &never_cancelled, err, errlen};
   if (L.block.x * L.block.y * L.block.z > unsigned(kMaxThreads))
     return fail(L, "block has more than 1024 threads"), 1;
+  __atomic_store_n(&blocks_started, 0, __ATOMIC_RELAXED);
   pthread_t threads[256];
   int n_threads = 0, n_workers = worker_count(L.n_blocks);
   while (n_threads < n_workers - 1 && n_threads < 256 &&
@@ -512,6 +517,11 @@ extern "C" __attribute__((visibility("default"))) int tmlir_emu_set_guard(const 
   if (table && table->recovery_size != sizeof(tmlir_emu::Recovery)) return -1;
   tmlir_emu::fault_guard = table;
   return 0;
+}
+
+// How many blocks the module's latest launch has started (read while it runs, for a progress bar).
+extern "C" __attribute__((visibility("default"))) long long tmlir_emu_progress() {
+  return __atomic_load_n(&tmlir_emu::blocks_started, __ATOMIC_RELAXED);
 }
 
 // Gives back the memory this module's idle workers hold: every fiber stack is a mapping (two,
