@@ -45,6 +45,16 @@ def sanitize_name(name: str) -> str | None:
     return f"v{hint}" if hint[0].isdigit() else hint
 
 
+def fresh_name(taken: set[str], base: str) -> str:
+    """`base`, or ``base_1``, ``base_2``, ...: the first name not in `taken`, which it joins."""
+    name, number = base, 0
+    while name in taken:
+        number += 1
+        name = f"{base}_{number}"
+    taken.add(name)
+    return name
+
+
 def tensor_array(tensor: TensorProto, where: str, base_dir: str | None = None) -> np.ndarray:
     """A TensorProto's data as an array; one FrontendError line naming `where` and the
     tensor when its data does not fit its type and dims (wrong byte count, say)."""

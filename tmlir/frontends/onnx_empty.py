@@ -36,7 +36,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, NodeProto, helper, numpy_helper
 
-from tmlir.frontends.onnx_common import FrontendError, node_label, one_line
+from tmlir.frontends.onnx_common import FrontendError, fresh_name, node_label, one_line
 from tmlir.frontends.onnx_fold import MAX_FOLDED_ELEMENTS, run_node
 from tmlir.frontends.onnx_ops import operators
 
@@ -112,12 +112,8 @@ class _EmptyFolder:
                 self.constants[name] = array
 
     def fresh(self, base: str) -> str:
-        name, number = base, 0
-        while name in self.taken:
-            number += 1
-            name = f"{base}_{number}"
-        self.taken.add(name)
-        return name
+        """`base`, or `base` with a suffix, unused anywhere in the model."""
+        return fresh_name(self.taken, base)
 
     def constant(self, name: str) -> np.ndarray | None:
         """The value of `name` if it is known now (an initializer, empty or computed)."""

@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
-from tmlir.frontends.onnx_common import FrontendError, one_line
+from tmlir.frontends.onnx_common import FrontendError, fresh_name, one_line
 from tmlir.frontends.onnx_fold import constant_node_value
 
 _SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
@@ -146,12 +146,7 @@ class GraphRewrite:
 
     def fresh(self, base: str) -> str:
         """`base`, or `base` with a suffix, unused anywhere in the model."""
-        name, count = base, 0
-        while name in self.taken:
-            count += 1
-            name = f"{base}_{count}"
-        self.taken.add(name)
-        return name
+        return fresh_name(self.taken, base)
 
     def add_constant(self, base: str, array: np.ndarray) -> str:
         """A new initializer holding `array`, named after `base`; its name."""
