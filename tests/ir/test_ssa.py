@@ -76,3 +76,20 @@ def test_split_chunks_count_lines_from_their_offset() -> None:
                            "  func.return\n}\n")
     with pytest.raises(VerifyException, match=r"^in.mlir:12:3:"):
         verify_module(module, spans, line_offset=10)
+
+
+@pytest.mark.parametrize("text, width", [
+    ("func.func @f(%x: tensor<4xi999999999>) {\n  func.return\n}\n", "999999999"),
+    ('"test.op"() {a = array<i64294967296: 1, 2, 0>} : () -> ()\n', "64294967296"),
+    ('"test.op"() {a = 1 : ui16777216} : () -> ()\n', "16777216"),
+])
+def test_integer_widths_past_mlirs_limit_are_a_parse_error(text: str, width: str) -> None:
+    from xdsl.utils.exceptions import ParseError
+
+    with pytest.raises(ParseError, match=f"integer type width {width} is larger than 16777215"):
+        _parse(text)
+
+
+def test_widths_within_the_limit_and_strings_parse() -> None:
+    module, _ = _parse('"test.op"() {a = 1 : i16777215, s = "i999999999", b = 2 : si8} : () -> ()\n')
+    assert "i16777215" in str(module)

@@ -225,7 +225,7 @@ class _EmptyFolder:
         if bias is None or known is not None:
             beta = attrs.get("beta", 1.0)
             product = np.zeros(shape, dtype) if bias is None else (known * dtype.type(beta)).astype(dtype)
-            self.known(node, [np.ascontiguousarray(np.broadcast_to(product, shape))])
+            self.known(node, [np.array(np.broadcast_to(product, shape), order="C")])
             return
         if attrs.get("beta", 1.0) != 1.0:
             beta = self.add_constant(f"{node.output[0]}_beta", np.array(attrs["beta"], dtype))
@@ -305,7 +305,7 @@ class _EmptyFolder:
                if name in used and name not in self.initializers}
         del graph.node[:]
         graph.node.extend(self.nodes)
-        graph.initializer.extend(numpy_helper.from_array(np.ascontiguousarray(array), name)
+        graph.initializer.extend(numpy_helper.from_array(np.asarray(array, order="C"), name)
                                  for name, array in new.items())
         kept = [v for v in graph.value_info if v.name not in self.constants]
         del graph.value_info[:]

@@ -14,21 +14,39 @@ names ``file:line:col`` of the op in the input text and shows that line.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.irdl.dominance import DominanceInfo
 from xdsl.parser import Parser
-from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
+
+MAX_INTEGER_WIDTH = (1 << 24) - 1
+"""MLIR's limit on the width of an integer type (``i<N>``, ``si<N>``, ``ui<N>``)."""
+_INTEGER_TYPE = re.compile(rb'"(?:[^"\\]|\\.)*"|(?:(?<=\dx)|(?<![\w$.#@%^!-]))[su]?i(\d+)(?![\w$.-])')
 
 
 class LocatingParser(Parser):
-    """xDSL's parser, keeping the source span of every parsed op in `spans`."""
+    """xDSL's parser, keeping the source span of every parsed op in `spans`, and refusing
+    integer types wider than MLIR allows before xDSL tries to build them (it overflows,
+    or works for minutes on ``array<i64294967296: ...>``)."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.spans: dict[Operation, Span] = {}
+        text = self.lexer.input.content
+        data = text.encode() if isinstance(text, str) else text
+        for match in _INTEGER_TYPE.finditer(data):
+            if match.group(1) is None:  # a string literal
+                continue
+            if len(match.group(1)) > 8 or int(match.group(1)) > MAX_INTEGER_WIDTH:
+                start = len(data[:match.start()].decode(errors="replace")) if isinstance(text, str) \
+                    else match.start()
+                raise ParseError(Span(start, start + len(match.group(0)), self.lexer.input),
+                                 f"integer type width {match.group(1).decode()} is larger than "
+                                 f"{MAX_INTEGER_WIDTH}")
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span
@@ -90,7 +108,8 @@ class _Dominance:
                     return True
                 at = at.parent_op()
             return False
-        assert isinstance(value, OpResult)
+        if not isinstance(value, OpResult):  # a forward reference the parser never bound
+            return False
         definer = value.op
         home = definer.parent_block()
         if home is None:
