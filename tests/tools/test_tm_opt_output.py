@@ -90,3 +90,31 @@ def test_a_cache_directory_that_is_a_file_is_a_one_line_error(tmp_path, monkeypa
                                "it is not a directory")
     assert blocker.read_text() == "not a folder"
     assert main([_source(tmp_path), "-t", "cuda"]) == 0  # printing CUDA C needs no cache
+
+
+RELU = b"func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n  %y = graph.relu %x : tensor<4xf32>\n" \
+       b"  func.return %y : tensor<4xf32>\n}\n"
+
+
+def _stdin(monkeypatch, data: bytes) -> None:
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+def test_dash_reads_standard_input_and_errors_name_it(monkeypatch, capsys):
+    _stdin(monkeypatch, RELU)
+    assert main(["-"]) == 0
+    assert "graph.relu %x" in capsys.readouterr().out
+    _stdin(monkeypatch, RELU.replace(b"graph.relu %x", b"graph.relu %y"))
+    assert main(["-"]) == 1
+    assert capsys.readouterr().err.startswith("tm-opt: error: <stdin>:2:3: operand #0 of 'graph.relu' uses its own")
+
+
+def test_pass_timings_go_to_stderr_not_into_the_output(monkeypatch, capsys):
+    _stdin(monkeypatch, RELU)
+    assert main(["-", "-p", "lower-to-cuda", "--time-passes", "-t", "cuda"]) == 0
+    out, err = capsys.readouterr()
+    assert "Pass convert-graph-to-tm took" in err and "took" not in out
+    assert "__global__" in out

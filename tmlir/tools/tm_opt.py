@@ -10,6 +10,7 @@ as ``tm-opt: error: ...`` and exit status 1, never as a Python traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import stat
@@ -58,7 +59,23 @@ class TmOptMain(xDSLOptMain):
         """xDSL's pipeline with each pipeline pass (``lower-to-cuda``) replaced by its inner
         passes, so ``--print-between-passes`` and ``--time-passes`` see every one."""
         super().setup_pipeline()
-        self.pipeline = PassPipeline(expand_pipeline(self.pipeline.passes), self.pipeline.callback)
+        callback = self.pipeline.callback
+
+        def to_stderr(*args) -> None:  # --time-passes, --print-between-passes: not into the output
+            with contextlib.redirect_stdout(sys.stderr):
+                callback(*args)
+
+        self.pipeline = PassPipeline(expand_pipeline(self.pipeline.passes), to_stderr)
+
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        """The input file, or standard input for ``-`` (as no file), read as MLIR text
+        unless ``--frontend`` says otherwise."""
+        if self.args.input_file == "-":
+            return sys.stdin.buffer, "mlir"
+        return super().get_input_stream()
+
+    def get_input_name(self) -> str:
+        return "<stdin>" if self.args.input_file in (None, "-") else self.args.input_file
 
     def register_all_targets(self) -> None:
         super().register_all_targets()

@@ -1,5 +1,6 @@
-// RUN: tm-opt %s -p 'lower-to-cuda{fusion=false}' --print-between-passes | filecheck %s
-// RUN: tm-opt %s -p lower-to-cuda --time-passes | filecheck %s --check-prefix=TIME
+// RUN: tm-opt %s -p 'lower-to-cuda{fusion=false}' --print-between-passes 2>&1 | filecheck %s
+// RUN: tm-opt %s -p lower-to-cuda --time-passes -o %t.mlir 2>&1 | filecheck %s --check-prefix=TIME
+// RUN: filecheck %s --input-file %t.mlir --check-prefix=OUT
 //
 // tm-opt runs lower-to-cuda's inner passes as passes of its own pipeline: the IR is
 // printed after each of them, and each is timed. {fusion=false} leaves out graph-partition.
@@ -27,6 +28,9 @@
 // TIME-NEXT: Pass convert-tm-to-gpu took
 // TIME-NEXT: Pass arith-simplify took
 // TIME-NEXT: Pass cse took
+// The timings and the IR between passes go to stderr, never into the output:
+// OUT: builtin.module
+// OUT-NOT: took
 
 func.func @mlp(%x: tensor<4x8xf32>, %w: tensor<8x6xf32>) -> tensor<4x6xf32> attributes {tm.inputs = ["x", "w"], tm.outputs = ["y"]} {
   %h = graph.matmul %x, %w : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
