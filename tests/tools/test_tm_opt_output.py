@@ -118,3 +118,14 @@ def test_pass_timings_go_to_stderr_not_into_the_output(monkeypatch, capsys):
     out, err = capsys.readouterr()
     assert "Pass convert-graph-to-tm took" in err and "took" not in out
     assert "__global__" in out
+
+
+def test_split_chunks_keep_their_order_with_diagnostics(tmp_path, capsys):
+    bad = "func.func @{0}(%x: tensor<4xf32>) {{\n  %y = graph.relu %y : tensor<4xf32>\n  func.return\n}}\n"
+    good = "func.func @b(%x: tensor<4xf32>) {\n  func.return\n}\n"
+    source = tmp_path / "in.mlir"
+    source.write_text(bad.format("a") + "// -----\n" + good + "// -----\n" + bad.format("c"))
+    assert main([str(source), "--split-input-file", "--verify-diagnostics"]) == 0
+    out = capsys.readouterr().out
+    first, module, last = out.index("in.mlir:2:3:"), out.index("func.func @b"), out.index("in.mlir:11:3:")
+    assert first < module < last

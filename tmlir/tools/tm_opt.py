@@ -189,8 +189,12 @@ def _main(argv: Sequence[str] | None) -> int:
     output_file = driver.args.output_file
     buffer = _Buffer()
     driver.prepare_output = lambda: buffer  # type: ignore[method-assign]
+    # Diagnostics that --verify-diagnostics/--parsing-diagnostics print (xDSL prints them
+    # to stdout) go into the output in chunk order, between the modules they stand for.
+    in_order = driver.args.verify_diagnostics or driver.args.parsing_diagnostics
     try:
-        driver.run()
+        with contextlib.redirect_stdout(buffer) if in_order else contextlib.nullcontext():
+            driver.run()
     except FileNotFoundError as exc:
         return _error(f"cannot open '{exc.filename}'")
     except IsADirectoryError as exc:
