@@ -19,7 +19,8 @@ import tmlir
 ROOT = Path(tmlir.__file__).resolve().parent
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("tmlir.dtypes", "tmlir.mapping", "tmlir.gpu_limits", "tmlir.progress", "tmlir.__version__"),
+    ("tmlir.dtypes", "tmlir.mapping", "tmlir.gpu_limits", "tmlir.env", "tmlir.__version__"),
+    ("tmlir.progress",),
     ("tmlir.layout",),  # its grammar builds on the task mappings'
     ("tmlir.ir",),  # syntax helpers and shared op bases of the dialects
     ("tmlir.dialects",),

@@ -8,10 +8,11 @@ when stderr is not a terminal, ``TMLIR_PROGRESS=0`` never.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterable
 from typing import TypeVar
+
+from tmlir.env import env_flag
 
 PROGRESS_ENV = "TMLIR_PROGRESS"
 DELAY = 2.0
@@ -22,11 +23,9 @@ T = TypeVar("T")
 
 def enabled() -> bool:
     """Whether bars may be shown: ``$TMLIR_PROGRESS``, else whether stderr is a terminal."""
-    setting = os.environ.get(PROGRESS_ENV, "").strip().lower()
-    if setting in ("0", "false", "off", "no"):
-        return False
-    if setting in ("1", "true", "on", "yes"):
-        return True
+    setting = env_flag(PROGRESS_ENV)
+    if setting is not None:
+        return setting
     try:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):  # replaced or closed stderr

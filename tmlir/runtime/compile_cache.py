@@ -49,6 +49,7 @@ import numpy as np
 from tmlir import dtypes
 from tmlir.backends.cache import cache_dir, cache_key, cached_file, mark_used
 from tmlir.backends.cuda_c import CudaProgram
+from tmlir.env import env_flag
 
 #: Environment variable: ``0`` (or ``false``, ``off``, ``no``) turns the cache off.
 CACHE_ENV = "TMLIR_COMPILE_CACHE"
@@ -60,7 +61,7 @@ Compiled = tuple[CudaProgram, dict[str, np.ndarray]]
 
 def enabled() -> bool:
     """Whether compiles use the cache (``$TMLIR_COMPILE_CACHE`` is not 0/false/off/no)."""
-    return os.environ.get(CACHE_ENV, "1").strip().lower() not in ("0", "false", "off", "no")
+    return env_flag(CACHE_ENV) is not False
 
 
 # -- the model's bytes ----------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from tmlir.backends.cuda_c import CudaProgram
+from tmlir.env import env_flag
 from tmlir.runtime.memory_plan import MemoryPlan, buffer_bytes
 
 GUARD_ENV = "TMLIR_MEMORY_GUARD"
@@ -68,7 +69,7 @@ def check_memory(program: CudaProgram, plan: MemoryPlan, device: str,
                  available: int | None = None) -> None:
     """Raise ResourceError when running `program` needs more than the available memory of
     `device` (measured unless given)."""
-    if os.environ.get(GUARD_ENV, "1").strip().lower() in ("0", "false", "off", "no"):
+    if env_flag(GUARD_ENV) is False:
         return
     sizes = needed_bytes(program, plan, device)
     total = sum(sizes.values())

@@ -11,6 +11,8 @@ import traceback
 from collections.abc import Callable
 from typing import NoReturn
 
+from tmlir.env import env_flag
+
 
 class ToolParser(argparse.ArgumentParser):
     """An `ArgumentParser` whose usage errors are one line, ``<prog>: error: ...``, and exit
@@ -71,7 +73,7 @@ def one_line_failures(prog: str) -> Callable[[Callable[..., int]], Callable[...,
 
 
 def _debug() -> bool:
-    return os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "on", "yes")
+    return env_flag(DEBUG_ENV) is True
 
 
 def _innermost_frame(exc: BaseException) -> str:
