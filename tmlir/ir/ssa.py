@@ -151,8 +151,7 @@ def verify_module(module: ModuleOp, spans: dict[Operation, Span] | None = None,
         spans = {op: dataclasses.replace(span, line_offset=line_offset) for op, span in spans.items()}
     verify_dominance(module, spans)
     for op in module.walk(region_first=True):
-        try:
-            op.verify_()
+        try:  # xDSL re-raises the op's own VerifyException, the reason its message
             op.verify(verify_nested_ops=False)
         except VerifyException as exc:
             reason = next((line for line in str(exc).strip().splitlines() if line.strip()),
