@@ -20,6 +20,7 @@ ROOT = Path(tmlir.__file__).resolve().parent
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("tmlir.dtypes", "tmlir.mapping", "tmlir.gpu_limits", "tmlir.env", "tmlir.__version__"),
+    ("tmlir.plugins",),  # what plugins added; the registries above read it
     ("tmlir.progress",),
     ("tmlir.layout",),  # its grammar builds on the task mappings'
     ("tmlir.ir",),  # syntax helpers and shared op bases of the dialects

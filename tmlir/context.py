@@ -1,13 +1,16 @@
 """The compilation context: xDSL's ``Context`` plus the weight table of the model.
 
-Tensor data never appears in the IR: ``graph.weight "conv1.weight"`` names an entry of a
-side table (``ImportedModel.weights``). A pass sees only the module and the context, so a
-pass that computes new weights from old ones (``graph-fold-batchnorm``) finds the table
-in the context -- as MLIR keeps the data of ``dense_resource`` attributes in the
-``MLIRContext``, and the module only names it. The frontend's callers put it there:
-``InferenceSession`` (through ``make_context(weights=...)``) and ``tm-opt`` when it
-imports an ``.onnx`` file. A ``.mlir`` file has no table (``weights`` is None), and such
-passes then leave the IR as it is.
+Tensor data lives outside the IR: ``graph.weight "conv1.weight"`` names an entry of a side
+table (``ImportedModel.weights``). Hand-written IR may hold small constants inline
+(``graph.constant dense<...>``); ``graph-outline-constants``, the first pass of
+``lower-to-cuda``, moves their data into the table, creating one if the context has none.
+A pass sees only the module and the context, so a pass that computes new weights from old
+ones (``graph-fold-batchnorm``) finds the table in the context -- as MLIR keeps the data
+of ``dense_resource`` attributes in the ``MLIRContext``, and the module only names it.
+The frontend's callers put it there: ``InferenceSession`` (through
+``make_context(weights=...)``) and ``tm-opt`` when it imports an ``.onnx`` file. A
+``.mlir`` file has no table (``weights`` is None) until ``graph-outline-constants`` makes
+one, and passes that need one leave the IR as it is.
 
 Passes add entries and never change or remove an entry that existed before them: a
 weight may be shared by several ops, and the caller may hold the same arrays.

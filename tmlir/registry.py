@@ -5,14 +5,15 @@ Adding a pass or a dialect is adding one file or package: every module
 ``tmlir/dialects/<name>.py`` or package ``tmlir/dialects/<name>/`` defines (in its
 ``__init__``) a ``Dialect`` named ``<name>``; a dialect package keeps its op families and
 helpers in modules of its own, which the registry never sees. Nothing is imported until it
-is used.
+is used. Packages outside ``tmlir`` add theirs as plugins (``tmlir/plugins.py``): they
+join these tables, and a name that clashes with a built-in one is a ``PluginError``.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from xdsl.ir import Dialect
 from xdsl.passes import ModulePass
@@ -20,6 +21,7 @@ from xdsl.utils.target import Target
 
 import tmlir.dialects
 import tmlir.passes
+from tmlir import plugins
 
 
 def _modules(package) -> list[str]:
@@ -45,17 +47,35 @@ def _load_pass(module_name: str) -> type[ModulePass]:
     raise LookupError(f"tmlir/passes/{module_name}.py defines no pass named '{name}'")
 
 
+def _with_plugins(kind: str, built_in: dict, added: dict, taken: Iterable[str] = ()) -> dict:
+    """`built_in` and the plugins' `added` entries; a PluginError for a name in both (or in
+    `taken`, xDSL's own)."""
+    origin = plugins.contributions().origin
+    for name in added:
+        if name in built_in or name in taken:
+            raise plugins.PluginError(f"plugin '{origin[(kind, name)]}': {kind} '{name}' clashes "
+                                      f"with a built-in {kind}")
+    return {**built_in, **added}
+
+
 def project_dialects() -> dict[str, Callable[[], Dialect]]:
-    """Dialect name -> lazy loader, one per module or package of tmlir/dialects/."""
-    return {name: (lambda n=name: _load_dialect(n)) for name in _modules(tmlir.dialects)}
+    """Dialect name -> lazy loader, one per module or package of tmlir/dialects/, then the
+    plugins' (``tmlir/plugins.py``)."""
+    from xdsl.dialects import get_all_dialects
+
+    built_in = {name: (lambda n=name: _load_dialect(n)) for name in _modules(tmlir.dialects)}
+    return _with_plugins("dialect", built_in, plugins.contributions().dialects, get_all_dialects())
 
 
 def project_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    """Pass name -> lazy loader, one per file of tmlir/passes/."""
-    return {
+    """Pass name -> lazy loader, one per file of tmlir/passes/, then the plugins'."""
+    from xdsl.transforms import get_all_passes
+
+    built_in = {
         name.replace("_", "-"): (lambda n=name: _load_pass(n))
         for name in _modules(tmlir.passes)
     }
+    return _with_plugins("pass", built_in, plugins.contributions().passes, get_all_passes())
 
 
 def project_targets() -> dict[str, Callable[[], type[Target]]]:
@@ -76,19 +96,31 @@ def project_targets() -> dict[str, Callable[[], type[Target]]]:
 
         return CostTarget
 
-    return {"cuda": cuda, "dot": dot, "cost": cost}
+    def gpu_target(name: str) -> Callable[[], type[Target]]:
+        def load() -> type[Target]:
+            from tmlir.backends import ptx_targets
+
+            return {"ptx": ptx_targets.PtxTarget, "cubin": ptx_targets.CubinTarget,
+                    "report": ptx_targets.ReportTarget}[name]
+
+        return load
+
+    built_in = {"cuda": cuda, "dot": dot, "cost": cost,
+                **{name: gpu_target(name) for name in ("ptx", "cubin", "report")}}
+    return _with_plugins("target", built_in, plugins.contributions().targets)
 
 
 def make_context(weights=None):
-    """A context with xDSL's dialects and the project's, for parsing and passes, carrying
+    """A context with xDSL's dialects (those of ``xdsl.universe`` plugins too, as xDSL's own
+    driver has them) and the project's (plugins' too), for parsing and passes, carrying
     `weights` (the model's weight table, see ``tmlir.context``) if given."""
-    from xdsl.dialects import get_all_dialects
+    from xdsl.universe import Universe
 
     from tmlir.context import TmContext
     from tmlir.ir.arith_ext import load_extra_arith_ops
 
     ctx = TmContext(weights=weights)
-    for name, loader in {**get_all_dialects(), **project_dialects()}.items():
+    for name, loader in {**Universe.get_multiverse().all_dialects, **project_dialects()}.items():
         ctx.register_dialect(name, loader)
     load_extra_arith_ops(ctx)
     return ctx

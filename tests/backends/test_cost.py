@@ -320,7 +320,6 @@ def run_tm_opt(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str
 
 
 @pytest.mark.parametrize(("text", "target", "message"), [
-    (GRAPH, "cost", "'graph.relu' is above the gpu level; run -p lower-to-cuda first"),
     (LOOPS, "cost{format=xml}", "-t cost: format must be one of table, json, got 'xml'"),
     (DYNAMIC, "cost", "kernel @dynamic: the upper bound of an scf.for is not a constant"),
 ])
@@ -333,6 +332,18 @@ def test_tm_opt_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert out == ""
     assert len(err.splitlines()) == 1
     assert err.startswith(f"tm-opt: error: {message}")
+
+
+def test_tm_opt_names_the_op_above_the_gpu_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "in.mlir"
+    source.write_text(GRAPH)
+    status, out, err = run_tm_opt(capsys, str(source), "-t", "cost")
+    line = next(n for n, text in enumerate(GRAPH.splitlines(), 1) if "graph.relu" in text)
+    assert (status, out) == (1, "")
+    first, shown, caret = err.splitlines()
+    assert first == (f"tm-opt: error: {source}:{line}:3: 'graph.relu' is above the gpu level; "
+                     "run -p lower-to-cuda first")
+    assert shown.strip().startswith("%") and "graph.relu" in shown and caret.strip() == "^"
 
 
 def test_tm_opt_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -38,7 +38,7 @@ def test_every_op_with_a_kernel_has_a_builder():
     # matmul is built by the tunable path of kernel_for; reshape is a view; weight, fused
     # and yield are no kernels of their own
     assert _names(lambda op: kernel_builder(op) is None) == {
-        "weight", "matmul", "reshape", "fused", "yield"}
+        "weight", "constant", "matmul", "reshape", "fused", "yield"}
 
 
 def test_injective_ops():

@@ -121,11 +121,15 @@ def test_pass_timings_go_to_stderr_not_into_the_output(monkeypatch, capsys):
 
 
 def test_split_chunks_keep_their_order_with_diagnostics(tmp_path, capsys):
-    bad = "func.func @{0}(%x: tensor<4xf32>) {{\n  %y = graph.relu %y : tensor<4xf32>\n  func.return\n}}\n"
+    bad = ("func.func @{0}(%x: tensor<4xf32>) {{\n  %y = graph.relu %y : tensor<4xf32> // {1}\n"
+           "  func.return\n}}\n")
     good = "func.func @b(%x: tensor<4xf32>) {\n  func.return\n}\n"
     source = tmp_path / "in.mlir"
-    source.write_text(bad.format("a") + "// -----\n" + good + "// -----\n" + bad.format("c"))
-    assert main([str(source), "--split-input-file", "--verify-diagnostics"]) == 0
-    out = capsys.readouterr().out
-    first, module, last = out.index("in.mlir:2:3:"), out.index("func.func @b"), out.index("in.mlir:11:3:")
-    assert first < module < last
+    expected = "expected-error {{uses its own result %y}}"
+    source.write_text(bad.format("a", expected) + "// -----\n" + good + "// -----\n" + bad.format("c", ""))
+    assert main([str(source), "--split-input-file", "--verify-diagnostics"]) == 1
+    out, err = capsys.readouterr()
+    assert out.split("// -----\n")[0] == "" and "func.func @b" in out.split("// -----\n")[1]
+    assert err.strip().endswith("in.mlir:11:3: error: unexpected error: operand #0 of 'graph.relu' uses its "
+                                "own result %y (SSA values must be defined before use)")
+    assert "in.mlir:2" not in err

@@ -42,7 +42,9 @@ from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
 from tmlir import dtypes
+from tmlir.backends.cuda_c import above_gpu_level
 from tmlir.dialects import tmgpu
+from tmlir.ir.diagnostics import attach_op
 
 PEAK_FP32_FLOPS = 67e12
 """H100 SXM5, FP32 without tensor cores: 67 TFLOPS (NVIDIA H100 Tensor Core GPU datasheet)."""
@@ -290,9 +292,10 @@ def _moved(args: tuple[SSAValue, ...], accesses: dict[int, int], threads: int) -
 
 def cost_report(module: ModuleOp) -> ModelCost:
     """The cost of every launch of a gpu-level module (see ``lower-to-cuda``), in order."""
-    leftover = next((op for op in module.walk() if op.dialect_name() in ("tm", "graph")), None)
+    leftover = above_gpu_level(module)
     if leftover is not None:
-        raise CostError(f"'{leftover.name}' is above the gpu level; run -p lower-to-cuda first")
+        raise attach_op(CostError(f"'{leftover.name}' is above the gpu level; run -p lower-to-cuda first"),
+                        leftover)
     kernels = {op.sym_name.data: op for op in module.ops if isinstance(op, tmgpu.KernelOp)}
     facts: dict[str, _KernelFacts] = {}
     launches = []

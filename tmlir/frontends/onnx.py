@@ -56,7 +56,7 @@ from tmlir.frontends.onnx_model import (  # noqa: F401  (load_model, declared_in
     load_model,
     specialize,
 )
-from tmlir.frontends.onnx_ops import operators
+from tmlir.frontends.onnx_ops import operators, record_of
 from tmlir.progress import progress
 
 _OPS = operators()
@@ -89,7 +89,7 @@ def _initializer_type(tensor: TensorProto) -> TensorType:
 def _check_graph(graph_proto: onnx.GraphProto) -> None:
     """Errors that shape inference would report less clearly, or not at all."""
     for index, node in enumerate(graph_proto.node):  # the most fundamental error first
-        if node.op_type not in SUPPORTED_OPS or node.domain not in _DEFAULT_DOMAINS:
+        if record_of(node) is None:
             raise FrontendError(f"{node_label(node, index)}: unsupported op type; "
                                 f"supported: {', '.join(SUPPORTED_OPS)}")
     initializers = {t.name: t for t in graph_proto.initializer}
@@ -101,7 +101,8 @@ def _check_graph(graph_proto: onnx.GraphProto) -> None:
         o.name for o in graph_proto.output}
     for index, node in enumerate(graph_proto.node):
         label = node_label(node, index)
-        op = _OPS[node.op_type]
+        op = record_of(node)
+        assert op is not None
         attributes = op.read_attributes(node, label)
         extra = [n for n in node.output[1:] if n]  # "" is an absent optional output
         if op.outputs != 1:  # its further outputs are imported too
@@ -153,7 +154,7 @@ def _import_graph(graph_proto: onnx.GraphProto, base_dir: str,
         if ctx.fold(node):  # a shape computation on shapes our graph knows
             continue
         ctx.check_dtypes(node)
-        _OPS[node.op_type].convert(ctx, node)
+        record_of(node).convert(ctx, node)  # type: ignore[union-attr]  (checked)
     ctx.label = "graph"
     outputs = [ctx.value(out.name) for out in graph_proto.output]
     ctx.block.add_op(func.ReturnOp(*outputs))

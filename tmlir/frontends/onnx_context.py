@@ -30,7 +30,7 @@ from tmlir.frontends.onnx_common import (
 )
 from tmlir.frontends.onnx_fold import NONDETERMINISTIC, evaluate_node, shape_result
 from tmlir.frontends.onnx_model import MAX_INFERENCE_CONSTANT
-from tmlir.frontends.onnx_ops import operators
+from tmlir.frontends.onnx_ops import record_of
 
 
 class ImportContext:
@@ -102,7 +102,7 @@ class ImportContext:
             return self.initializer_array(name)
         value = self.constant_value(name)
         if value is None:
-            what = operators()[node.op_type].input_names[position]
+            what = record_of(node).input_names[position]
             raise self.run_time_error(name, f"input '{what}' ('{name}')")
         return value
 
@@ -181,7 +181,7 @@ class ImportContext:
         if array is None:
             return None
         if not np.issubdtype(array.dtype, np.integer):
-            what = operators()[node.op_type].input_names[position]
+            what = record_of(node).input_names[position]
             raise FrontendError(f"{self.label}: input '{what}' must be integers, got {array.dtype}")
         return [int(v) for v in array.reshape(-1)]
 
@@ -194,7 +194,7 @@ class ImportContext:
 
     def check_dtypes(self, node: NodeProto) -> None:
         """A FrontendError unless each input has a dtype that its op's record allows."""
-        op = operators()[node.op_type]
+        op = record_of(node)
         for position, name in enumerate(node.input):
             if not name or (position in op.constant_inputs and self.is_constant(name)):
                 continue
@@ -214,7 +214,7 @@ class ImportContext:
 
     def attributes(self, node: NodeProto) -> dict[str, object]:
         """The node's attribute values, checked against its op's record."""
-        return operators()[node.op_type].read_attributes(node, self.label)
+        return record_of(node).read_attributes(node, self.label)
 
     def axis_of(self, axis: int, rank: int, what: str = "axis") -> int:
         """`axis` normalized to [0, rank)."""

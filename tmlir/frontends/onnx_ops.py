@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import onnx
 from onnx import AttributeProto, NodeProto
 
-from tmlir import dtypes
+from tmlir import dtypes, plugins
 from tmlir.dtypes import (  # noqa: F401  (the dtypes of records, for the families)
     BOOL,
     DTYPES,
@@ -145,14 +145,48 @@ def onnx_op(op_type: str, *, attributes: Mapping[str, int | Attr] | None = None,
 
     def register(convert: Converter) -> Converter:
         assert op_type not in _OPS, f"ONNX op {op_type} declared twice"
-        specs = {name: spec if isinstance(spec, Attr) else Attr(spec)
-                 for name, spec in (attributes or {}).items()}
-        _OPS[op_type] = OnnxOp(op_type, convert, MappingProxyType(specs), inputs,
-                               constant_inputs, input_names, outputs, unused_outputs,
-                               optional_outputs, one_attribute)
+        _OPS[op_type] = _record(op_type, convert, attributes, inputs, constant_inputs,
+                                input_names, outputs, unused_outputs, optional_outputs,
+                                one_attribute)
         return convert
 
     return register
+
+
+_PLUGIN_OPS: dict[tuple[str, str], OnnxOp] = {}
+
+
+def record_of(node: NodeProto) -> OnnxOp | None:
+    """The record of the node's op: a declared one (default domain) or one a plugin added
+    (any domain, ``tmlir/plugins.py``); None if there is none."""
+    domain = "" if node.domain == "ai.onnx" else node.domain
+    added = plugins.contributions().onnx_converters.get((domain, node.op_type))
+    if domain == "" and node.op_type in operators():
+        if added is not None:
+            raise plugins.PluginError(f"plugin '{added.plugin}': ONNX op '{node.op_type}' clashes "
+                                      "with a built-in converter")
+        return operators()[node.op_type]
+    if added is None:
+        return None
+    if (domain, node.op_type) not in _PLUGIN_OPS:
+        try:
+            record = _record(node.op_type, added.convert, **added.record)
+        except TypeError as exc:  # a field that onnx_op does not take
+            raise plugins.PluginError(f"plugin '{added.plugin}': ONNX op '{node.op_type}': "
+                                      f"{exc}") from exc
+        _PLUGIN_OPS[(domain, node.op_type)] = record
+    return _PLUGIN_OPS[(domain, node.op_type)]
+
+
+def _record(op_type: str, convert: Converter, attributes: Mapping[str, int | Attr] | None = None,
+            inputs: tuple[tuple[dtypes.DType, ...], ...] = (F32,),
+            constant_inputs: tuple[int, ...] = (), input_names: tuple[str, ...] = (),
+            outputs: int | None = 1, unused_outputs: bool = False,
+            optional_outputs: bool = False, one_attribute: bool = False) -> OnnxOp:
+    specs = {name: spec if isinstance(spec, Attr) else Attr(spec)
+             for name, spec in (attributes or {}).items()}
+    return OnnxOp(op_type, convert, MappingProxyType(specs), inputs, constant_inputs,
+                  input_names, outputs, unused_outputs, optional_outputs, one_attribute)
 
 
 @functools.cache

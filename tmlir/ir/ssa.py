@@ -23,6 +23,8 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
 
+from tmlir.ir.diagnostics import OpVerifyError
+
 MAX_INTEGER_WIDTH = (1 << 24) - 1
 """MLIR's limit on the width of an integer type (``i<N>``, ``si<N>``, ``ui<N>``)."""
 _INTEGER_TYPE = re.compile(rb'"(?:[^"\\]|\\.)*"|(?:(?<=\dx)|(?<![\w$.#@%^!-]))[su]?i(\d+)(?![\w$.-])')
@@ -139,21 +141,31 @@ def verify_dominance(root: Operation, spans: dict[Operation, Span] | None = None
                     why = f"uses {_name(operand)} before its definition"
                 else:
                     why = f"uses {_name(operand)}, which is not defined where it is used"
-                raise VerifyException(describe(op, spans, f"operand #{index} of '{op.name}' {why}"
-                                               " (SSA values must be defined before use)"))
+                message = f"operand #{index} of '{op.name}' {why} (SSA values must be defined before use)"
+                raise OpVerifyError(op, message, describe(op, spans, message))
+
+
+def offset_spans(spans: dict[Operation, Span], line_offset: int) -> dict[Operation, Span]:
+    """`spans` reporting lines `line_offset` further down (a chunk of a split input file)."""
+    if not line_offset:
+        return spans
+    return {op: dataclasses.replace(span, line_offset=line_offset) for op, span in spans.items()}
 
 
 def verify_module(module: ModuleOp, spans: dict[Operation, Span] | None = None,
-                  line_offset: int = 0) -> None:
-    """Dominance, then each op's verifier, innermost first; an error names the op and,
-    for parsed text, ``file:line:col`` (lines counted from `line_offset`)."""
+                  line_offset: int = 0, dominance: bool = True) -> None:
+    """Dominance (unless `dominance` is false), then each op's verifier, innermost first;
+    an error is an `OpVerifyError` naming the op and, for parsed text, ``file:line:col``
+    (lines counted from `line_offset`)."""
     if spans and line_offset:
-        spans = {op: dataclasses.replace(span, line_offset=line_offset) for op, span in spans.items()}
-    verify_dominance(module, spans)
+        spans = offset_spans(spans, line_offset)
+    if dominance:
+        verify_dominance(module, spans)
     for op in module.walk(region_first=True):
         try:  # xDSL re-raises the op's own VerifyException, the reason its message
             op.verify(verify_nested_ops=False)
         except VerifyException as exc:
             reason = next((line for line in str(exc).strip().splitlines() if line.strip()),
                           "verification failed")
-            raise VerifyException(describe(op, spans, f"'{op.name}' op does not verify: {reason}")) from None
+            message = f"'{op.name}' op does not verify: {reason}"
+            raise OpVerifyError(op, message, describe(op, spans, message)) from None

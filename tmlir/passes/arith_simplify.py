@@ -362,8 +362,10 @@ def erase_dead(root: Operation) -> None:
 
 @dataclass(frozen=True)
 class ArithSimplify(ModulePass):
-    """Fold constant and range-decided integer arithmetic, inline trivial loops and
-    branches, erase dead code; merge duplicate remainders."""
+    """Fold constant index arithmetic, trivial loops and branches; erase dead code.
+
+    Folds use constants and value ranges, and merge duplicate remainders (see the module
+    docstring)."""
 
     name = "arith-simplify"
 

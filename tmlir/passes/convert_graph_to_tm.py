@@ -24,6 +24,15 @@ the parameters of its tuning record for that device, when there is one (``tm-tun
 writes them; see ``docs/tuning.md``); ``tuning-records`` names the records file (default:
 ``$TMLIR_TUNING_RECORDS``, else ``tuning_records.jsonl`` in the cache directory). Without
 a target device, every template uses its default parameters.
+
+**Pinned schedules and changed defaults.** A tunable op (in a group: the anchor) may carry
+a ``schedule`` attribute naming its template's parameters (``tmlir/schedules/pinned.py``,
+``docs/schedules.md``): the kernel is built with them, whatever the records say.
+``matmul`` and ``conv`` change the default parameters of the matmul and implicit-GEMM
+convolution templates (``matmul="block_warps=2x2 block_k=16"``: the parameters left out
+keep their default for each op's problem); they apply where neither a pin nor a record
+does, and not to f64 matmuls. Every pin in the module is checked before anything is
+converted; a wrong parameter is one error naming the op (``OpError``) and the parameter.
 """
 
 from __future__ import annotations
@@ -41,12 +50,16 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from tmlir import dtypes
+from tmlir.backends.ptx import SUPPORTED_ARCHS
 from tmlir.dialects import graph, tm
 from tmlir.ir.builder import IRBuilder
+from tmlir.ir.diagnostics import OpError, failing_op
 from tmlir.schedules.elementwise import elementwise_kernel
 from tmlir.schedules.fusion import anchor_of, fuse_group
 from tmlir.schedules.kernel_key import group_key
-from tmlir.schedules.templates import TunedParams, kernel_for
+from tmlir.schedules.matmul_simt import MatmulSimtParams
+from tmlir.schedules.pinned import OPTIONS, check_option, pinned_params, resolve, verify_schedules
+from tmlir.schedules.templates import TunableProblem, TunedParams, kernel_for
 
 
 def buffer_type(type: TensorType) -> MemRefType:
@@ -109,9 +122,12 @@ class _Lowering:
         try:
             anchor = anchor_of(members, yielded)
         except ValueError as exc:
-            raise PassFailedException(f"convert-graph-to-tm: 'graph.fused': {exc}") from exc
+            group = failing_op(exc) or members[0].parent_op()
+            assert group is not None
+            raise OpError(group, f"convert-graph-to-tm: '{group.name}': {exc}") from exc
+        pinned = pinned_params(anchor)
         try:
-            kernel = kernel_for(self.kernel_name(anchor), anchor, self.tuned)
+            kernel = kernel_for(self.kernel_name(anchor), anchor, self.tuned, pinned)
             if kernel is None:  # the result has no elements
                 self.kernels[key] = None
                 return
@@ -119,8 +135,9 @@ class _Lowering:
             if len(members) > 1:
                 fused = fuse_group(kernel, members, yielded)
                 kernel, values = fused.kernel, fused.args
-        except ValueError as exc:
-            raise PassFailedException(f"convert-graph-to-tm: '{anchor.name}': {exc}") from exc
+        except ValueError as exc:  # a template's limit, or a member fusion cannot take
+            at = failing_op(exc) or anchor
+            raise OpError(at, f"convert-graph-to-tm: '{at.name}': {exc}") from exc
         position = {value: i for i, value in reversed(list(enumerate(canonical)))}
         self.kernels[key] = (kernel.sym_name.data, tuple(position[v] for v in values))
         self.function.parent_block().insert_op_before(kernel, self.function)
@@ -154,24 +171,59 @@ class ConvertGraphToTm(ModulePass):
 
     ``target-device`` (default empty: no tuning records), ``target-arch`` (default sm_90)
     and ``tuning-records`` (a path; default the standard location) choose the tuning
-    records that tunable anchors are built with (see the module docstring).
+    records that tunable anchors are built with (see the module docstring). ``matmul`` and
+    ``conv`` (``name=value`` words, e.g. ``"block_warps=2x2 lanes=8x4 block_k=16"``)
+    change the default parameters of the matmul and implicit-GEMM convolution templates;
+    a ``schedule`` attribute on an op wins over records and defaults.
     """
 
     name = "convert-graph-to-tm"
 
     target_device: str = ""
+    """The GPU the code is for, as cuDeviceGetName names it; empty: no tuning records."""
     target_arch: str = "sm_90"
+    """The compute capability the tuning records are looked up for."""
     tuning_records: str = ""
+    """The tuning records file (default: $TMLIR_TUNING_RECORDS, else the cache's)."""
+    matmul: str = ""
+    """The matmul template's default parameters, e.g. "lanes=8x4 block_k=16"."""
+    conv: str = ""
+    """The implicit-GEMM convolution template's default parameters, e.g. "block_warps=1x2"."""
+
+    def __post_init__(self) -> None:
+        if self.target_arch not in SUPPORTED_ARCHS:
+            raise ValueError(f"option 'target-arch' of pass '{self.name}' must be one of "
+                             f"{', '.join(SUPPORTED_ARCHS)}, got '{self.target_arch}'")
+        self.default_values()  # ValueError, one line, for a bad option
+
+    def default_values(self) -> dict[str, dict[str, int | tuple[int, ...]]]:
+        """The parameters the ``matmul`` and ``conv`` options set, by template."""
+        values: dict[str, dict[str, int | tuple[int, ...]]] = {}
+        for template, option in OPTIONS.items():
+            try:
+                values[template] = check_option(template, getattr(self, option))
+            except ValueError as exc:
+                raise ValueError(f"convert-graph-to-tm: option '{option}': {exc}") from None
+        return values
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         numbers = itertools.count()
         kernels: dict[Hashable, tuple[str, tuple[int, ...]] | None] = {}
-        tuned = None
+        try:
+            verify_schedules(op)
+        except OpError as exc:
+            raise OpError(exc.op, f"convert-graph-to-tm: {exc.message}") from None
+        constant = next((c for c in op.walk() if isinstance(c, graph.ConstantOp)), None)
+        if constant is not None:
+            raise OpError(constant, "convert-graph-to-tm: 'graph.constant' must be moved into the weight "
+                          "table first: run graph-outline-constants before this pass (lower-to-cuda does)")
+        recorded = None
         if self.target_device:
             from tmlir.tuning.records import TuningTarget, recorded_params
 
-            tuned = recorded_params(TuningTarget(self.target_device, self.target_arch),
-                                    self.tuning_records or None)
+            recorded = recorded_params(TuningTarget(self.target_device, self.target_arch),
+                                       self.tuning_records or None)
+        tuned = _with_defaults(recorded, self.default_values())
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
             signature = (*function.function_type.inputs, *function.function_type.outputs)
             if any(isinstance(t, TensorType) for t in signature):
@@ -186,7 +238,7 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int],
     assert isinstance(ret, func.ReturnOp)
     for arg in old.args:
         if not isinstance(arg.type, TensorType):
-            raise PassFailedException(f"@{function.sym_name.data}: arguments must be tensors")
+            raise OpError(function, f"@{function.sym_name.data}: arguments must be tensors")
     outputs = list(ret.arguments)
     # Inputs and outputs keep their tensor's shape, rank 0 included (what the runtime hands
     # over and returns); kernels see a rank-0 one through a one-element tm.view.
@@ -234,6 +286,26 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int],
     old.erase(safe_erase=False)
     function.body.add_block(new_block)
     function.function_type = FunctionType.from_lists([a.type for a in new_block.args], [])
+
+
+def _with_defaults(recorded: TunedParams | None,
+                   defaults: dict[str, dict[str, int | tuple[int, ...]]]) -> TunedParams | None:
+    """Recorded parameters, else the template's default with the options' `defaults` in
+    place (ValueError naming the option where they break a constraint for the problem)."""
+    if recorded is None and not any(defaults.values()):
+        return None
+
+    def choose(template: str, problem: TunableProblem) -> MatmulSimtParams | None:
+        params = recorded(template, problem) if recorded is not None else None
+        if params is not None or not defaults.get(template):
+            return params
+        try:
+            return resolve(template, problem, defaults[template])
+        except ValueError as exc:
+            raise ValueError(f"option '{OPTIONS[template]}': {exc}; pin a schedule on this op "
+                             "instead") from None
+
+    return choose
 
 
 def _root(buffer: SSAValue) -> SSAValue:

@@ -55,11 +55,11 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import Rewriter
-from xdsl.utils.exceptions import PassFailedException
 
 from tmlir.dialects import tm, tmgpu
 from tmlir.gpu_limits import GRID_STRIDE_BLOCKS, MAX_GRID_X
 from tmlir.ir.builder import Index, IRBuilder
+from tmlir.ir.diagnostics import OpError
 from tmlir.ir.index_width import needs_wide_index
 from tmlir.layout import DataLayout
 
@@ -260,16 +260,16 @@ class ConvertTmToGpu(ModulePass):
     name = "convert-tm-to-gpu"
 
     max_grid: int = MAX_GRID_X
+    """The most blocks a launch may have; a kernel of more loops over its blocks (grid-stride)."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_grid <= MAX_GRID_X:
+            raise ValueError(f"convert-tm-to-gpu: max-grid must be in [1, {MAX_GRID_X}], got {self.max_grid}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not 1 <= self.max_grid <= MAX_GRID_X:
-            raise PassFailedException(
-                f"convert-tm-to-gpu: max-grid must be in [1, {MAX_GRID_X}], got {self.max_grid}")
         leftover = next((o for o in op.walk() if isinstance(o, tm.ForTaskOp)), None)
         if leftover is not None:
-            raise PassFailedException(
-                "convert-tm-to-gpu: tm.for_task remains; run tm-lower-mappings first"
-            )
+            raise OpError(leftover, "convert-tm-to-gpu: tm.for_task remains; run tm-lower-mappings first")
         kernels = [k for k in op.walk() if isinstance(k, tm.KernelOp)]
         wide = {k.sym_name.data for k in kernels if needs_wide_index(k, k.grid.data, k.block.data)}
         strided = {k.sym_name.data: k.grid.data for k in kernels if k.grid.data > self.max_grid}

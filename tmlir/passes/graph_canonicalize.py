@@ -330,7 +330,9 @@ PATTERNS: tuple[type[RewritePattern], ...] = (
 
 @dataclass(frozen=True)
 class GraphCanonicalize(ModulePass):
-    """Fold transpose/reshape chains and no-op copies of graph IR (see the module doc)."""
+    """Simplify graph IR: compose transposes and reshapes, drop ops that copy their input.
+
+    The rewrites and what they keep are listed in the module docstring."""
 
     name = "graph-canonicalize"
 

@@ -129,6 +129,7 @@ class _Folder:
         folded = graph.ConvOp(conv.input, w_value, b_value, strides, pads, dilations, group,
                               conv.result.type)
         folded.result.name_hint = value.name_hint
+        folded.attributes.update(conv.attributes)  # a pinned schedule stays with the conv
         Rewriter.insert_op(folded, InsertPoint.before(conv))
         value.replace_all_uses_with(folded.result)
         operands = [*conv.operands, *(v for op in chain for v in op.operands)]

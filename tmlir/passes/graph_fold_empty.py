@@ -27,11 +27,11 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.utils.exceptions import PassFailedException
 
 from tmlir import dtypes
 from tmlir.context import WeightTable, fresh_weight_name, weight_table
 from tmlir.dialects import graph
+from tmlir.ir.diagnostics import OpError
 
 
 def is_empty(type: Attribute) -> bool:
@@ -84,8 +84,8 @@ def _fold(op: Operation, table: WeightTable | None, taken: set[str],
         else:
             Rewriter.replace_op(op, graph.ConcatOp(kept, op.result.type, op.axis_value))
         return
-    raise PassFailedException(
-        f"graph-fold-empty: '{op.name}'{_named(op.results[0])}: reads the empty "
+    raise OpError(
+        op, f"graph-fold-empty: '{op.name}'{_named(op.results[0])}: reads the empty "
         f"{empty_operands[0].type}{_named(empty_operands[0])} into a non-empty result; such "
         "values are computed by the ONNX frontend, not by kernels")
 

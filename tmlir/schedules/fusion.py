@@ -58,7 +58,17 @@ __all__ = ["FusionError", "GroupShape", "anchor_of", "fusable", "fuse_group", "i
 
 class FusionError(ValueError):
     """A group that cannot be one kernel (a hand-written ``graph.fused`` that breaks the
-    rules of the module docstring, or a template that reads its own output)."""
+    rules of the module docstring, or a template that reads its own output); `op` is the
+    member (or the ``graph.fused`` op) the error is about, where one is."""
+
+    def __init__(self, message: str, op: Operation | None = None) -> None:
+        super().__init__(message)
+        self.op = op
+
+
+def _group_op(members: Sequence[Operation]) -> Operation | None:
+    """The ``graph.fused`` op holding `members`, if any."""
+    return members[0].parent_op() if members else None
 
 
 # -- the shape of a group ---------------------------------------------------------------------
@@ -82,16 +92,16 @@ def anchor_of(members: Sequence[Operation], yielded: Sequence[SSAValue]) -> Oper
     anchors = [op for op in members if not is_injective(op)]
     if len(anchors) > 1:
         raise FusionError(f"a fusion group has one anchor, got {len(anchors)}: "
-                          + ", ".join(f"'{op.name}'" for op in anchors))
+                          + ", ".join(f"'{op.name}'" for op in anchors), _group_op(members))
     if anchors:
         return anchors[0]
     owners = {v.owner for v in yielded}
     if len(owners) != 1:
-        raise FusionError("a fusion group of injective ops must yield the values of one op")
+        raise FusionError("a fusion group of injective ops must yield the values of one op", _group_op(members))
     (sink,) = owners
     assert isinstance(sink, Operation)
     if isinstance(sink, graph.ReshapeOp):
-        raise FusionError("a fusion group cannot end in 'graph.reshape' (it has no kernel)")
+        raise FusionError("a fusion group cannot end in 'graph.reshape' (it has no kernel)", _group_op(members))
     return sink
 
 
@@ -140,11 +150,11 @@ class GroupShape:
         if not is_injective(op) or any(not is_bijective_in(op, k) for k, _ in reads):
             raise FusionError(f"'{op.name}' cannot be in the epilogue of '{self.anchor.name}': "
                               "only elementwise ops on the unbroadcast result, transposes and "
-                              "reshapes can")
+                              "reshapes can", op)
         maps = {self.maps[v] for _, v in reads}
         if len(maps) != 1:
             raise FusionError(f"'{op.name}' reads the result of '{self.anchor.name}' at two "
-                              "different coordinates; it cannot be in its epilogue")
+                              "different coordinates; it cannot be in its epilogue", op)
         return extend_map(maps.pop(), op)
 
 
@@ -156,7 +166,7 @@ def group_shape(anchor: Operation, members: Sequence[Operation]) -> GroupShape:
     if len(anchor.results) > 1 and any(
             u.operation in members for r in anchor.results for u in r.uses):
         raise FusionError(f"'{anchor.name}' has {len(anchor.results)} results; only an anchor "
-                          "with one result takes an epilogue")
+                          "with one result takes an epilogue", anchor)
     for result in anchor.results:
         shape.maps[result] = ()
     seen_anchor = False
@@ -167,7 +177,7 @@ def group_shape(anchor: Operation, members: Sequence[Operation]) -> GroupShape:
         steps = shape.join(op)
         if steps is not None:
             if not seen_anchor:
-                raise FusionError(f"'{op.name}' comes before the anchor it reads")
+                raise FusionError(f"'{op.name}' comes before the anchor it reads", op)
             shape.maps[op.results[0]] = steps
     return shape
 
@@ -193,16 +203,16 @@ def fuse_group(kernel: tm.KernelOp, members: Sequence[Operation],
             try:
                 check_element_types(op)
             except NoTemplate as exc:
-                raise FusionError(str(exc)) from exc
-            raise FusionError(f"'{op.name}' cannot be fused into another op's kernel")
+                raise FusionError(str(exc), op) from exc
+            raise FusionError(f"'{op.name}' cannot be fused into another op's kernel", op)
     shape = group_shape(anchor, members)
     inside = {r for op in members for r in op.results}
     for value in yielded:
         if value not in inside:
-            raise FusionError("a fusion group yields a value it does not compute")
+            raise FusionError("a fusion group yields a value it does not compute", _group_op(members))
         if value not in shape.downstream:
             raise FusionError(f"a prologue value of '{anchor.name}' cannot leave its group "
-                              "(only the anchor's results and its epilogue can)")
+                              "(only the anchor's results and its epilogue can)", value.owner)
     rewrite = _Rewrite(kernel, inside, yielded)
     block = kernel.body.block
     old_args = list(block.args)
@@ -404,7 +414,7 @@ class _Evaluator:
             try:
                 element = element_of(op)
             except ValueError as exc:
-                raise FusionError(f"'{op.name}': {exc}") from exc
+                raise FusionError(f"'{op.name}': {exc}", op) from exc
             result = element(self.b, list(coords),
                              lambda k, at: self.value(op.operands[k], at))
         else:

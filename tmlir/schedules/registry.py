@@ -9,6 +9,7 @@ with a decorator; a base class covers every op derived from it:
 `kernel_builder(op_type)` finds the builder of the op type or of its closest registered
 base class. The registry fills as the family modules are imported: ``templates.py``
 imports all of them, and ``templates.kernel_for`` is the one place that calls a builder.
+A plugin adds builders for its own op types (``tmlir/plugins.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TypeVar
 
 from xdsl.ir import Operation
 
+from tmlir import plugins
 from tmlir.dialects import tm
 
 __all__ = ["KernelBuilder", "NoTemplate", "kernel_builder", "schedules"]
@@ -47,8 +49,14 @@ def schedules(*op_types: type[Operation]) -> Callable[[Builder], Builder]:
 
 
 def kernel_builder(op_type: type[Operation]) -> KernelBuilder | None:
-    """The builder registered for `op_type` or its closest base class; None if none is."""
+    """The builder registered for `op_type` or its closest base class, a plugin's
+    (``tmlir/plugins.py``, ``add_template``) included; None if none is."""
+    added = plugins.contributions().templates
     for cls in op_type.__mro__:
-        if (builder := _BUILDERS.get(cls)) is not None:
+        if cls in added and cls in _BUILDERS:
+            origin = plugins.contributions().origin[("template", cls)]
+            raise plugins.PluginError(f"plugin '{origin}': template for '{cls.__name__}' clashes "
+                                      "with a built-in kernel builder")
+        if (builder := _BUILDERS.get(cls, added.get(cls))) is not None:
             return builder
     return None

@@ -40,6 +40,7 @@ from xdsl.ir import Operation, SSAValue
 
 from tmlir import dtypes
 from tmlir.dialects import graph, tm
+from tmlir.ir.diagnostics import errors_about_op
 from tmlir.schedules import (
     conv,
     data_movement,
@@ -118,20 +119,23 @@ def tunable_problem(op: Operation) -> tuple[str, TunableProblem] | None:
     return None
 
 
-def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None
-               ) -> tm.KernelOp | None:
+@errors_about_op  # tm-opt then names the op's file:line:col
+def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None,
+               pinned: MatmulSimtParams | None = None) -> tm.KernelOp | None:
     """The kernel of `op` (arguments: its operands, then its results) by its template;
-    None when it writes no element. A tunable op (`tunable_problem`) gets the parameters
-    `tuned` returns for it, else its template's default. NoTemplate for an op without a
-    template; ValueError for what its template cannot do."""
+    None when it writes no element. A tunable op (`tunable_problem`) gets the `pinned`
+    parameters (its schedule pinned in IR, see ``pinned.py``), else those `tuned` returns
+    for it, else its template's default. NoTemplate for an op without a template;
+    ValueError for what its template cannot do."""
     check_element_types(op)
     if (tunable := tunable_problem(op)) is not None:
         template, problem = tunable
-        params = tuned(template, problem) if tuned is not None else None
+        params = pinned or (tuned(template, problem) if tuned is not None else None)
         if isinstance(problem, MatmulProblem):
             element = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
             if isinstance(element, Float64Type):  # in double; records tune f32 (the defaults fit f64)
-                kernel = matmul_simt_kernel(name, problem, MatmulSimtParams.default_for(problem), element)
+                kernel = matmul_simt_kernel(name, problem, pinned or MatmulSimtParams.default_for(problem),
+                                            element)
             else:
                 kernel = matmul_simt_kernel(name, problem, params or MatmulSimtParams.default_for(problem))
         else:

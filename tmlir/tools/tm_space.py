@@ -2,12 +2,15 @@
 
     tm-space matmul --m 1024 --n 1024 --k 1024            # a readable table
     tm-space matmul --m 257 --n 131 --k 75 --batch 4 --json
+    tm-space matmul --m 1024 --n 1024 --k 1024 --pin 17    # candidate 17, to paste
 
 Every valid candidate is compiled for the target (``--arch``, default sm_90) with
 ``ptxas -v`` — no GPU needed — and reported with its parameters, ``registers``,
 ``spill_bytes`` and ``shared_bytes``; the candidate the compiler uses without tuning has
 ``"default": true``. ``--json`` prints one JSON object per line per candidate.
-User errors are one line, ``tm-space: error: ...``, and exit status 1.
+``--pin INDEX`` compiles nothing: it prints candidate INDEX as the ``schedule`` attribute
+that pins it on a ``graph.matmul`` in IR and as the ``matmul`` option of
+``convert-graph-to-tm`` (see docs/schedules.md). User errors are one line, ``tm-space: error: ...``, and exit status 1.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Sequence
 
 from tmlir.backends.ptx import SUPPORTED_ARCHS, CudaCompileError
 from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulProblem
+from tmlir.schedules.pinned import option_text, schedule_attr_text
 from tmlir.tools.cli import ToolParser, one_line_failures, positive_int
 
 TEMPLATES = ("matmul",)
@@ -41,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--limit", type=positive_int, default=None,
                         help="compile only the first LIMIT candidates (and the default)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.add_argument("--pin", type=int, default=None, metavar="INDEX",
+                        help="print candidate INDEX as the IR attribute and the pass option "
+                             "that pin it (compiles nothing)")
     return parser
 
 
@@ -51,6 +58,17 @@ def problem_of(args: argparse.Namespace) -> MatmulProblem:
     rhs = (*lead, n, k) if args.trans_b else (*lead, k, n)
     return MatmulProblem(lhs, rhs, (*lead, m, n), transpose_lhs=args.trans_a,
                          transpose_rhs=args.trans_b)
+
+
+def pin_text(args: argparse.Namespace) -> str:
+    """Candidate ``args.pin`` as the attribute and the option that pin it; ValueError for
+    an index outside the space."""
+    candidates = MATMUL_SIMT_SPACE.candidates(problem_of(args))
+    if not 0 <= args.pin < len(candidates):
+        raise ValueError(f"--pin {args.pin}: the space has candidates 0 to {len(candidates) - 1}")
+    params = candidates[args.pin]
+    return (f"{schedule_attr_text(params)}\n"
+            f"-p 'convert-graph-to-tm{{matmul=\"{option_text(params)}\"}}'")
 
 
 def rows(args: argparse.Namespace) -> list[dict]:
@@ -91,6 +109,13 @@ def print_table(table: list[dict], args: argparse.Namespace) -> None:
 @one_line_failures("tm-space")
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.pin is not None:
+        try:
+            print(pin_text(args))
+        except ValueError as exc:
+            print(f"tm-space: error: {exc}", file=sys.stderr)
+            return 1
+        return 0
     try:
         table = rows(args)
     except CudaCompileError as exc:

@@ -20,9 +20,9 @@ binary ops (``graph.add``, ``graph.pow``) and variadic ones (``graph.max %a, %b,
 broadcast numpy-style.
 
 
-One module per op family: ``weight``, ``elementwise``, ``matmul``, ``reductions`` (reduce,
-softmax, normalization, pools), ``normalization`` (Lp pool, LRN), ``pool_indices`` (max
-pool with argmax), ``conv``, ``data_movement``, ``resize``, ``indexing`` (run-time
+One module per op family: ``weight``, ``constant`` (data written inline), ``elementwise``,
+``matmul``, ``reductions`` (reduce, softmax, normalization, pools), ``normalization`` (Lp
+pool, LRN), ``pool_indices`` (max pool with argmax), ``conv``, ``data_movement``, ``resize``, ``indexing`` (run-time
 indices), ``logic`` (comparisons, logical ops, ``where``, ``cast``), ``recurrent`` (the
 time loop of LSTM, GRU and RNN layers) and ``fused`` (fusion groups); shape
 helpers in ``shapes``. Each module's ``__all__`` is what it adds to the dialect: its ops are
@@ -39,6 +39,7 @@ from xdsl.ir import Dialect
 from xdsl.irdl import IRDLOperation
 
 from tmlir.dialects.graph import (
+    constant,
     conv,
     data_movement,
     elementwise,
@@ -53,6 +54,7 @@ from tmlir.dialects.graph import (
     resize,
     weight,
 )
+from tmlir.dialects.graph.constant import *  # noqa: F403
 from tmlir.dialects.graph.conv import *  # noqa: F403
 from tmlir.dialects.graph.data_movement import *  # noqa: F403
 from tmlir.dialects.graph.elementwise import *  # noqa: F403
@@ -69,7 +71,7 @@ from tmlir.dialects.graph.shapes import *  # noqa: F403
 from tmlir.dialects.graph.traits import *  # noqa: F403
 from tmlir.dialects.graph.weight import *  # noqa: F403
 
-FAMILIES: tuple[ModuleType, ...] = (weight, elementwise, matmul, reductions, normalization,
+FAMILIES: tuple[ModuleType, ...] = (weight, constant, elementwise, matmul, reductions, normalization,
                                     pool_indices, conv, data_movement, resize, indexing, logic,
                                     recurrent, fused)
 

@@ -1,12 +1,11 @@
-// RUN: tm-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: tm-opt %s --split-input-file --verify-diagnostics
 //
-// xDSL 0.74's --verify-diagnostics does not read MLIR's `expected-error` annotations: it
-// prints each failing chunk's message and the module with the failing op marked
-// ("op does not verify: <message>"). Each case below checks that line, written
-// just above the op that must fail.
+// Each case marks the op that must fail with an expected-error comment (`@+1`: on the next
+// line; its text in double braces, a substring of the message): tm-opt --verify-diagnostics
+// checks that every error is expected on its line and every expectation met (docs/testing.md).
 
 func.func @broadcast_mismatch(%a: tensor<2x3xf32>, %b: tensor<4xf32>) {
-  // CHECK: op does not verify: shapes 2x3, 4 do not broadcast
+  // expected-error@+1 {{shapes 2x3, 4 do not broadcast}}
   %x = graph.add %a, %b : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
   func.return
 }
@@ -14,7 +13,7 @@ func.func @broadcast_mismatch(%a: tensor<2x3xf32>, %b: tensor<4xf32>) {
 // -----
 
 func.func @result_not_broadcast_shape(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
-  // CHECK: op does not verify: result shape [2, 4] does not match broadcast shape [2, 3]
+  // expected-error@+1 {{result shape [2, 4] does not match broadcast shape [2, 3]}}
   %x = graph.mul %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x4xf32>
   func.return
 }
@@ -22,7 +21,7 @@ func.func @result_not_broadcast_shape(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
 // -----
 
 func.func @mixed_element_types(%a: tensor<2x3xf32>, %b: tensor<2x3xf16>) {
-  // CHECK: op does not verify: operands and result must have the same element type
+  // expected-error@+1 {{operands and result must have the same element type}}
   %x = graph.sub %a, %b : (tensor<2x3xf32>, tensor<2x3xf16>) -> tensor<2x3xf32>
   func.return
 }
@@ -30,7 +29,7 @@ func.func @mixed_element_types(%a: tensor<2x3xf32>, %b: tensor<2x3xf16>) {
 // -----
 
 func.func @dynamic_shape(%a: tensor<?x3xf32>) {
-  // CHECK: op does not verify: input must have a static shape, got tensor<?x3xf32>
+  // expected-error@+1 {{input must have a static shape, got tensor<?x3xf32>}}
   %x = graph.relu %a : tensor<?x3xf32>
   func.return
 }
@@ -38,7 +37,7 @@ func.func @dynamic_shape(%a: tensor<?x3xf32>) {
 // -----
 
 func.func @unary_on_memref(%a: memref<3xf32>) {
-  // CHECK: op does not verify: input must be a tensor, got memref<3xf32>
+  // expected-error@+1 {{input must be a tensor, got memref<3xf32>}}
   %x = graph.tanh %a : memref<3xf32>
   func.return
 }
@@ -46,7 +45,7 @@ func.func @unary_on_memref(%a: memref<3xf32>) {
 // -----
 
 func.func @gelu_approximation(%a: tensor<3xf32>) {
-  // CHECK: op does not verify: approximate must be "none" or "tanh", got "erf"
+  // expected-error@+1 {{approximate must be "none" or "tanh", got "erf"}}
   %x = graph.gelu %a {approximate = "erf"} : tensor<3xf32>
   func.return
 }
@@ -54,7 +53,7 @@ func.func @gelu_approximation(%a: tensor<3xf32>) {
 // -----
 
 func.func @parameter_not_f32(%a: tensor<3xf32>) {
-  // CHECK: op does not verify: alpha must be an f32 float, got f64
+  // expected-error@+1 {{alpha must be an f32 float, got f64}}
   %x = graph.leaky_relu %a {alpha = 0.1 : f64} : tensor<3xf32>
   func.return
 }
@@ -62,7 +61,7 @@ func.func @parameter_not_f32(%a: tensor<3xf32>) {
 // -----
 
 func.func @parameter_missing(%a: tensor<3xf32>) {
-  // CHECK: op does not verify: property 'beta' expected in operation 'graph.hard_sigmoid'
+  // expected-error@+1 {{property 'beta' expected in operation 'graph.hard_sigmoid'}}
   %x = graph.hard_sigmoid %a {alpha = 0.2 : f32} : tensor<3xf32>
   func.return
 }
@@ -70,7 +69,7 @@ func.func @parameter_missing(%a: tensor<3xf32>) {
 // -----
 
 func.func @variadic_without_inputs() {
-  // CHECK: op does not verify: expected at least one input
+  // expected-error@+1 {{expected at least one input}}
   %x = graph.max : () -> tensor<3xf32>
   func.return
 }
@@ -78,7 +77,7 @@ func.func @variadic_without_inputs() {
 // -----
 
 func.func @variadic_broadcast_mismatch(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %c: tensor<2xf32>) {
-  // CHECK: op does not verify: shapes 2x3, 3, 2 do not broadcast
+  // expected-error@+1 {{shapes 2x3, 3, 2 do not broadcast}}
   %x = graph.sum %a, %b, %c : (tensor<2x3xf32>, tensor<3xf32>, tensor<2xf32>) -> tensor<2x3xf32>
   func.return
 }
@@ -86,7 +85,7 @@ func.func @variadic_broadcast_mismatch(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %
 // -----
 
 func.func @variadic_result_shape(%a: tensor<2x1xf32>, %b: tensor<3xf32>) {
-  // CHECK: op does not verify: result shape [2, 1] does not match broadcast shape [2, 3]
+  // expected-error@+1 {{result shape [2, 1] does not match broadcast shape [2, 3]}}
   %x = graph.min %a, %b : (tensor<2x1xf32>, tensor<3xf32>) -> tensor<2x1xf32>
   func.return
 }
@@ -94,7 +93,7 @@ func.func @variadic_result_shape(%a: tensor<2x1xf32>, %b: tensor<3xf32>) {
 // -----
 
 func.func @pow_element_types(%a: tensor<3xf32>, %b: tensor<3xi32>) {
-  // CHECK: op does not verify: operands and result must have the same element type
+  // expected-error@+1 {{operands and result must have the same element type}}
   %x = graph.pow %a, %b : (tensor<3xf32>, tensor<3xi32>) -> tensor<3xf32>
   func.return
 }
@@ -102,7 +101,7 @@ func.func @pow_element_types(%a: tensor<3xf32>, %b: tensor<3xi32>) {
 // -----
 
 func.func @weight_dynamic_shape() {
-  // CHECK: op does not verify: weight 'w' must have a static shape, got tensor<?xf32>
+  // expected-error@+1 {{weight 'w' must have a static shape, got tensor<?xf32>}}
   %w = graph.weight "w" : tensor<?xf32>
   func.return
 }
@@ -110,7 +109,7 @@ func.func @weight_dynamic_shape() {
 // -----
 
 func.func @matmul_rank1(%a: tensor<3xf32>, %b: tensor<3x4xf32>) {
-  // CHECK: op does not verify: operands must have rank >= 2, got ranks 1 and 2
+  // expected-error@+1 {{operands must have rank >= 2, got ranks 1 and 2}}
   %x = graph.matmul %a, %b : (tensor<3xf32>, tensor<3x4xf32>) -> tensor<4xf32>
   func.return
 }
@@ -118,7 +117,7 @@ func.func @matmul_rank1(%a: tensor<3xf32>, %b: tensor<3x4xf32>) {
 // -----
 
 func.func @matmul_contraction(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
-  // CHECK: op does not verify: contraction sizes differ: lhs has 3, rhs has 4
+  // expected-error@+1 {{contraction sizes differ: lhs has 3, rhs has 4}}
   %x = graph.matmul %a, %b : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
   func.return
 }
@@ -127,7 +126,7 @@ func.func @matmul_contraction(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
 
 // transpose_rhs makes the rhs 5x3: its contraction size is 5.
 func.func @matmul_contraction_transposed(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) {
-  // CHECK: op does not verify: contraction sizes differ: lhs has 3, rhs has 5
+  // expected-error@+1 {{contraction sizes differ: lhs has 3, rhs has 5}}
   %x = graph.matmul %a, %b {transpose_rhs} : (tensor<2x3xf32>, tensor<3x5xf32>) -> tensor<2x3xf32>
   func.return
 }
@@ -135,7 +134,7 @@ func.func @matmul_contraction_transposed(%a: tensor<2x3xf32>, %b: tensor<3x5xf32
 // -----
 
 func.func @matmul_result_shape(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) {
-  // CHECK: op does not verify: result shape [2, 4] does not match expected [2, 5]
+  // expected-error@+1 {{result shape [2, 4] does not match expected [2, 5]}}
   %x = graph.matmul %a, %b : (tensor<2x3xf32>, tensor<3x5xf32>) -> tensor<2x4xf32>
   func.return
 }
@@ -143,7 +142,7 @@ func.func @matmul_result_shape(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) {
 // -----
 
 func.func @matmul_batch_mismatch(%a: tensor<3x2x3xf32>, %b: tensor<2x3x5xf32>) {
-  // CHECK: op does not verify: batch dimensions [3] and [2] do not broadcast
+  // expected-error@+1 {{batch dimensions [3] and [2] do not broadcast}}
   %x = graph.matmul %a, %b : (tensor<3x2x3xf32>, tensor<2x3x5xf32>) -> tensor<3x2x5xf32>
   func.return
 }
@@ -151,7 +150,7 @@ func.func @matmul_batch_mismatch(%a: tensor<3x2x3xf32>, %b: tensor<2x3x5xf32>) {
 // -----
 
 func.func @matmul_bias_mismatch(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>, %c: tensor<3xf32>) {
-  // CHECK: op does not verify: bias shape [3] does not broadcast to result shape [2, 5]
+  // expected-error@+1 {{bias shape [3] does not broadcast to result shape [2, 5]}}
   %x = graph.matmul %a, %b, %c : (tensor<2x3xf32>, tensor<3x5xf32>, tensor<3xf32>) -> tensor<2x5xf32>
   func.return
 }
@@ -159,7 +158,7 @@ func.func @matmul_bias_mismatch(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>, %c: te
 // -----
 
 func.func @matmul_bias_higher_rank(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>, %c: tensor<1x2x5xf32>) {
-  // CHECK: op does not verify: bias shape [1, 2, 5] does not broadcast to result shape [2, 5]
+  // expected-error@+1 {{bias shape [1, 2, 5] does not broadcast to result shape [2, 5]}}
   %x = graph.matmul %a, %b, %c : (tensor<2x3xf32>, tensor<3x5xf32>, tensor<1x2x5xf32>) -> tensor<2x5xf32>
   func.return
 }
@@ -168,7 +167,7 @@ func.func @matmul_bias_higher_rank(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>, %c:
 
 // The bias broadcasts with the result, but would grow it from 1x5 to 2x5.
 func.func @matmul_bias_grows_result(%a: tensor<1x3xf32>, %b: tensor<3x5xf32>, %c: tensor<2x5xf32>) {
-  // CHECK: op does not verify: bias shape [2, 5] does not broadcast to result shape [1, 5]
+  // expected-error@+1 {{bias shape [2, 5] does not broadcast to result shape [1, 5]}}
   %x = graph.matmul %a, %b, %c : (tensor<1x3xf32>, tensor<3x5xf32>, tensor<2x5xf32>) -> tensor<1x5xf32>
   func.return
 }

@@ -1,32 +1,32 @@
-// RUN: tm-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: tm-opt %s --split-input-file --verify-diagnostics
 //
-// xDSL 0.74's --verify-diagnostics does not read MLIR's `expected-error` annotations: it
-// prints each failing chunk's message and the module with the failing op marked
-// ("op does not verify: <message>"). Each case below checks that line, written
-// just above the op that must fail. Errors the parser reports are in invalid_syntax.mlir.
+// Each case marks the op that must fail with an expected-error comment (`@+1`: on the next
+// line; its text in double braces, a substring of the message): tm-opt --verify-diagnostics
+// checks that every error is expected on its line and every expectation met (docs/testing.md).
+// Errors the parser reports are in invalid_syntax.mlir.
 
-// CHECK: op does not verify: kernel @block_too_large: block must be in [1, 1024], got 2048
+// expected-error@+1 {{kernel @block_too_large: block must be in [1, 1024], got 2048}}
 tmgpu.kernel @block_too_large(%x: memref<4xf32>) block(2048) {
   tmgpu.barrier
 }
 
 // -----
 
-// CHECK: op does not verify: kernel @block_zero: block must be in [1, 1024], got 0
+// expected-error@+1 {{kernel @block_zero: block must be in [1, 1024], got 0}}
 tmgpu.kernel @block_zero(%x: memref<4xf32>) block(0) {
   tmgpu.barrier
 }
 
 // -----
 
-// CHECK: op does not verify: kernel @dynamic_arg argument must have a static shape, got memref<?xf32>
+// expected-error@+1 {{kernel @dynamic_arg argument must have a static shape, got memref<?xf32>}}
 tmgpu.kernel @dynamic_arg(%x: memref<?xf32>) block(4) {
   tmgpu.barrier
 }
 
 // -----
 
-// CHECK: op does not verify: kernel @scalar_arg argument must be a memref, got f32
+// expected-error@+1 {{kernel @scalar_arg argument must be a memref, got f32}}
 tmgpu.kernel @scalar_arg(%x: f32) block(4) {
   tmgpu.barrier
 }
@@ -34,7 +34,7 @@ tmgpu.kernel @scalar_arg(%x: f32) block(4) {
 // -----
 
 func.func @thread_id_outside_kernel() {
-  // CHECK: op does not verify: 'tmgpu.thread_id' must be inside a tmgpu.kernel
+  // expected-error@+1 {{'tmgpu.thread_id' must be inside a tmgpu.kernel}}
   %t = tmgpu.thread_id x
   func.return
 }
@@ -42,7 +42,7 @@ func.func @thread_id_outside_kernel() {
 // -----
 
 func.func @block_id_outside_kernel() {
-  // CHECK: op does not verify: 'tmgpu.block_id' must be inside a tmgpu.kernel
+  // expected-error@+1 {{'tmgpu.block_id' must be inside a tmgpu.kernel}}
   %b = tmgpu.block_id y
   func.return
 }
@@ -50,7 +50,7 @@ func.func @block_id_outside_kernel() {
 // -----
 
 func.func @shared_alloc_on_host() {
-  // CHECK: op does not verify: 'tmgpu.shared_alloc' must be inside a tmgpu.kernel
+  // expected-error@+1 {{'tmgpu.shared_alloc' must be inside a tmgpu.kernel}}
   %s = tmgpu.shared_alloc : memref<4xf32>
   func.return
 }
@@ -58,7 +58,7 @@ func.func @shared_alloc_on_host() {
 // -----
 
 func.func @local_alloc_on_host() {
-  // CHECK: op does not verify: 'tmgpu.local_alloc' must be inside a tmgpu.kernel
+  // expected-error@+1 {{'tmgpu.local_alloc' must be inside a tmgpu.kernel}}
   %r = tmgpu.local_alloc : memref<4xf32>
   func.return
 }
@@ -66,14 +66,14 @@ func.func @local_alloc_on_host() {
 // -----
 
 tmgpu.kernel @dynamic_shared_alloc() block(4) {
-  // CHECK: op does not verify: buffer must have a static shape, got memref<?xf32>
+  // expected-error@+1 {{buffer must have a static shape, got memref<?xf32>}}
   %s = tmgpu.shared_alloc : memref<?xf32>
 }
 
 // -----
 
 func.func @barrier_outside_kernel() {
-  // CHECK: op does not verify: 'tmgpu.barrier' must be inside a tmgpu.kernel
+  // expected-error@+1 {{'tmgpu.barrier' must be inside a tmgpu.kernel}}
   tmgpu.barrier
   func.return
 }
@@ -81,14 +81,14 @@ func.func @barrier_outside_kernel() {
 // -----
 
 tmgpu.kernel @device_alloc_in_kernel() block(4) {
-  // CHECK: op does not verify: 'tmgpu.alloc' is a host operation, not allowed in a kernel
+  // expected-error@+1 {{'tmgpu.alloc' is a host operation, not allowed in a kernel}}
   %g = tmgpu.alloc : memref<4xf32>
 }
 
 // -----
 
 func.func @dynamic_device_alloc() {
-  // CHECK: op does not verify: device buffer must have a static shape, got memref<?xf32>
+  // expected-error@+1 {{device buffer must have a static shape, got memref<?xf32>}}
   %g = tmgpu.alloc : memref<?xf32>
   func.return
 }
@@ -96,7 +96,7 @@ func.func @dynamic_device_alloc() {
 // -----
 
 func.func @launch_missing_kernel(%x: memref<4xf32>) {
-  // CHECK: op does not verify: 'missing' is not a tmgpu.kernel in this module
+  // expected-error@+1 {{'missing' is not a tmgpu.kernel in this module}}
   tmgpu.launch @missing(%x) grid(1) block(4) : memref<4xf32>
   func.return
 }
@@ -107,7 +107,7 @@ tm.kernel @tm_kernel(%x: memref<4xf32>) grid(1) block(4) {
   tm.barrier
 }
 func.func @launch_of_tm_kernel(%x: memref<4xf32>) {
-  // CHECK: op does not verify: 'tm_kernel' is not a tmgpu.kernel in this module
+  // expected-error@+1 {{'tm_kernel' is not a tmgpu.kernel in this module}}
   tmgpu.launch @tm_kernel(%x) grid(1) block(4) : memref<4xf32>
   func.return
 }
@@ -118,7 +118,7 @@ tmgpu.kernel @k(%x: memref<4xf32>) block(4) {
   tmgpu.barrier
 }
 func.func @launch_argument_types(%x: memref<8xf32>) {
-  // CHECK: op does not verify: launch of @k: argument types (memref<8xf32>) do not match the kernel's (memref<4xf32>)
+  // expected-error@+1 {{launch of @k: argument types (memref<8xf32>) do not match the kernel's (memref<4xf32>)}}
   tmgpu.launch @k(%x) grid(1) block(4) : memref<8xf32>
   func.return
 }
@@ -129,7 +129,7 @@ tmgpu.kernel @k(%x: memref<4xf32>) block(4) {
   tmgpu.barrier
 }
 func.func @launch_block_mismatch(%x: memref<4xf32>) {
-  // CHECK: op does not verify: launch block(8) differs from the kernel's block(4)
+  // expected-error@+1 {{launch block(8) differs from the kernel's block(4)}}
   tmgpu.launch @k(%x) grid(1) block(8) : memref<4xf32>
   func.return
 }
@@ -140,7 +140,7 @@ tmgpu.kernel @k(%x: memref<4xf32>) block(4) {
   tmgpu.barrier
 }
 func.func @launch_grid_zero(%x: memref<4xf32>) {
-  // CHECK: op does not verify: grid must be >= 1
+  // expected-error@+1 {{grid must be >= 1}}
   tmgpu.launch @k(%x) grid(0) block(4) : memref<4xf32>
   func.return
 }
@@ -148,7 +148,7 @@ func.func @launch_grid_zero(%x: memref<4xf32>) {
 // -----
 
 func.func @shuffle_outside_kernel(%v: f32) {
-  // CHECK: op does not verify: 'tmgpu.shuffle' must be inside a tmgpu.kernel
+  // expected-error@+1 {{'tmgpu.shuffle' must be inside a tmgpu.kernel}}
   %s = tmgpu.shuffle xor %v, 1 : f32
   func.return
 }
@@ -158,6 +158,6 @@ func.func @shuffle_outside_kernel(%v: f32) {
 tmgpu.kernel @shuffle_width(%x: memref<32xf32>) block(32) {
   %t = tmgpu.thread_id x
   %v = memref.load %x[%t] : memref<32xf32>
-  // CHECK: op does not verify: shuffle width must be a power of two in [1, 32], got 0
+  // expected-error@+1 {{shuffle width must be a power of two in [1, 32], got 0}}
   %s = tmgpu.shuffle xor %v, 0 width(0) : f32
 }

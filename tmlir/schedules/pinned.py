@@ -1,0 +1,165 @@
+"""Schedules pinned in IR, and template defaults changed by pass options.
+
+In: a graph op that carries a ``schedule`` attribute, a dictionary of template parameters
+keyed by the names ``tm-space`` prints (integers as integers, pairs as
+``array<i64: a, b>``)::
+
+    %c = graph.matmul %a, %b {schedule = {block_warps = array<i64: 2, 2>,
+                                          lanes = array<i64: 8, 4>, block_k = 16}} : ...
+
+or the text of a ``convert-graph-to-tm`` option, the same parameters as ``name=value``
+words (pairs as ``AxB``): ``matmul="block_warps=2x2 lanes=8x4 block_k=16"``. Out: the
+template's parameter object (`MatmulSimtParams`), or one line naming the op and the
+parameter that is wrong. A parameter left out takes its value from the template's default
+candidate for the op's problem; a name the space does not have, a value of the wrong type
+or outside the space's choices, and a candidate that breaks one of its constraints for
+the op's problem are errors (`Space.pin`). Only tunable ops have parameters to pin
+(`templates.tunable_problem`: ``graph.matmul`` and 2-D ``graph.conv`` on implicit GEMM);
+in a ``graph.fused`` group the anchor carries the attribute.
+
+The dialects cannot check the attribute (they sit below the schedules), so
+`verify_schedules` is the check: ``convert-graph-to-tm`` runs it on the whole module
+before converting anything, and a driver may run it right after parsing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, IntegerAttr, IntegerType
+from xdsl.ir import Attribute, Operation
+
+from tmlir.dialects import graph
+from tmlir.ir.diagnostics import OpError
+from tmlir.schedules.conv2d import Conv2dProblem
+from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulProblem, MatmulSimtParams
+from tmlir.schedules.space import Space, value_text
+from tmlir.schedules.templates import TunableProblem, tunable_problem
+
+#: The attribute of a graph op naming its schedule's parameters.
+SCHEDULE_ATTR = "schedule"
+#: The space of each tunable template (both take `MatmulSimtParams` on a GEMM problem).
+SPACES: dict[str, Space[MatmulSimtParams]] = {
+    "matmul_simt": MATMUL_SIMT_SPACE, "conv2d_implicit_gemm": MATMUL_SIMT_SPACE,
+}
+#: The ``convert-graph-to-tm`` option that changes each template's defaults.
+OPTIONS = {"matmul_simt": "matmul", "conv2d_implicit_gemm": "conv"}
+Values = Mapping[str, int | tuple[int, ...]]
+
+
+def gemm_problem(problem: TunableProblem) -> MatmulProblem:
+    """The GEMM a tunable kernel's parameters are chosen for (a convolution's implied one)."""
+    return problem.gemm if isinstance(problem, Conv2dProblem) else problem
+
+
+def resolve(template: str, problem: TunableProblem, values: Values) -> MatmulSimtParams:
+    """The default candidate of `template` for `problem` with `values` in place, checked
+    (ValueError naming the parameter or the broken constraint)."""
+    gemm = gemm_problem(problem)
+    return SPACES[template].pin(MatmulSimtParams.default_for(gemm), values, gemm)
+
+
+def values_from_attr(attr: Attribute) -> dict[str, int | tuple[int, ...]]:
+    """The parameters of a ``schedule`` attribute; ValueError for a wrong type."""
+    if not isinstance(attr, DictionaryAttr):
+        raise ValueError(f"expects a dictionary of parameters, got {attr}")
+    values: dict[str, int | tuple[int, ...]] = {}
+    for name, value in attr.data.items():
+        pair = _is_pair(name)
+        if isinstance(value, IntegerAttr) and isinstance(value.type, IntegerType) and not pair:
+            values[name] = value.value.data
+        elif isinstance(value, DenseArrayBase) and isinstance(value.elt_type, IntegerType) and pair:
+            values[name] = tuple(int(v) for v in value.get_values())
+        else:
+            wanted = "a pair array<i64: a, b>" if pair else "an integer"
+            raise ValueError(f"parameter '{name}' expects {wanted}, got {value}")
+    return values
+
+
+def _is_pair(name: str) -> bool:
+    """Whether parameter `name` takes a pair; ValueError for a name the space does not
+    have (a derived quantity such as ``block_m`` says what to pin instead)."""
+    param = MATMUL_SIMT_SPACE.param(name)
+    if param is None:
+        if name in MatmulSimtParams().describe():
+            free = ", ".join(p.name for p in MATMUL_SIMT_SPACE.params)
+            raise ValueError(f"'{name}' is derived from the parameters, not one of them (pin {free})")
+        MATMUL_SIMT_SPACE.check_values({name: None})  # unknown: raises, with did-you-mean
+    assert param is not None
+    return isinstance(param.choices[0], tuple)
+
+
+_WORD = re.compile(r"([A-Za-z_]\w*)=(\d+(?:x\d+)*)$")
+
+
+def values_from_text(text: str) -> dict[str, int | tuple[int, ...]]:
+    """The parameters of an option's text, ``name=value`` words separated by spaces or
+    commas (pairs ``AxB``); ValueError for a word of another form or a wrong type."""
+    values: dict[str, int | tuple[int, ...]] = {}
+    for word in text.replace(",", " ").split():
+        match = _WORD.match(word)
+        if match is None:
+            raise ValueError(f"'{word}' is not name=value (e.g. block_k=16 or block_warps=2x2)")
+        name, value = match.groups()
+        parsed = tuple(int(v) for v in value.split("x")) if "x" in value else int(value)
+        pair = _is_pair(name)
+        if pair != isinstance(parsed, tuple):
+            wanted = "a pair AxB" if pair else "an integer"
+            raise ValueError(f"parameter '{name}' expects {wanted}, got {value}")
+        values[name] = parsed
+    return values
+
+
+def check_option(template: str, text: str) -> dict[str, int | tuple[int, ...]]:
+    """The parameters of an option's text for `template`, their names and choices checked
+    (constraints depend on the problem: they are checked per op)."""
+    values = values_from_text(text)
+    SPACES[template].check_values(values)
+    return values
+
+
+def pinned_params(op: Operation) -> MatmulSimtParams | None:
+    """The parameters pinned on `op` by its ``schedule`` attribute, None without one;
+    OpError (``'<op>': schedule: ...``) for an invalid pin or an op that has none to pin."""
+    attr = op.attributes.get(SCHEDULE_ATTR)
+    if attr is None:
+        return None
+    if isinstance(op, graph.FusedOp):
+        raise OpError(op, f"'{op.name}': schedule: put the schedule on the group's anchor "
+                          "(its matmul or convolution), not on the group")
+    try:
+        tunable = tunable_problem(op)
+    except ValueError as exc:
+        raise OpError(op, f"'{op.name}': {exc}") from exc
+    if tunable is None:
+        raise OpError(op, f"'{op.name}': schedule: this op has no tunable schedule template "
+                          "(schedules pin graph.matmul and 2-D graph.conv on implicit GEMM)")
+    template, problem = tunable
+    try:
+        return resolve(template, problem, values_from_attr(attr))
+    except ValueError as exc:
+        raise OpError(op, f"'{op.name}': schedule: {exc}") from exc
+
+
+def verify_schedules(root: Operation) -> None:
+    """Check every ``schedule`` attribute under `root` (`pinned_params`): OpError for the
+    first invalid one."""
+    for op in root.walk():
+        if SCHEDULE_ATTR in op.attributes:
+            pinned_params(op)
+
+
+def schedule_attr_text(params: MatmulSimtParams) -> str:
+    """The attribute that pins `params`, to paste into an op's attribute dictionary."""
+    fields = []
+    for p in MATMUL_SIMT_SPACE.params:
+        value = getattr(params, p.name)
+        fields.append(f"{p.name} = array<i64: {value[0]}, {value[1]}>" if isinstance(value, tuple)
+                      else f"{p.name} = {value}")
+    return f"{SCHEDULE_ATTR} = {{{', '.join(fields)}}}"
+
+
+def option_text(params: MatmulSimtParams) -> str:
+    """`params` as the value of a ``convert-graph-to-tm`` option (``matmul="..."``)."""
+    return " ".join(f"{p.name}={value_text(getattr(params, p.name))}" for p in MATMUL_SIMT_SPACE.params)
