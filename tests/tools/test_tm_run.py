@@ -165,3 +165,22 @@ def test_bind_weights_fills_and_checks():
     with pytest.raises(ProgramError, match="weight 'a' \\(float32 \\[2, 3\\]\\) has no data"):
         bind_weights(specs, {"n": "ones"})
     assert module_weights(parse_ir(IR)) == {"v": ((4, 3), "float32")}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["ir", "onnx"])
+def test_cuda_run_matches_the_reference(tmp_path, capsys, kind):
+    """On a GPU: hand-written IR against the same IR unfused, and an ONNX model against
+    onnxruntime, both run with --device cuda."""
+    from tmlir.backends.cuda_runtime import cuda_available
+
+    if not cuda_available():
+        pytest.skip("no CUDA GPU")
+    if kind == "ir":
+        argv = [_write(tmp_path, "m.mlir"), "--weight", "v=random"]
+    else:
+        onnx.save(mlp(2, [8, 16, 4]), tmp_path / "mlp.onnx")
+        argv = [str(tmp_path / "mlp.onnx")]
+    status, out, err = _run([*argv, "--device", "cuda", "--check", "--runs", "3"], capsys)
+    assert status == 0, err
+    assert "on cuda" in out and "check: ok" in out
