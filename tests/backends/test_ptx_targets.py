@@ -234,6 +234,6 @@ def test_report_through_nvcc_has_the_same_rows() -> None:
 
 
 def test_report_with_nvrtc_asked_for_but_missing_is_one_line(monkeypatch) -> None:
-    monkeypatch.setattr(ptx_targets, "nvrtc_version", lambda: None)
+    monkeypatch.setattr(ptx, "nvrtc_version", lambda: None)
     with pytest.raises(TargetError, match=r"^-t report: NVRTC is not available"):
         emit(ReportTarget(compiler="nvrtc"))

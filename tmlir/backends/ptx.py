@@ -351,3 +351,43 @@ def ptxas_stats(source: str, arch: str = "sm_90", *,
         path.write_text(_run_nvcc(source, "kernels.cu", arch, "-cubin", extra)[1])
 
     return parse_ptxas_log(cached_file(key, ".ptxas.txt", build).read_text())
+
+
+def _nvrtc_ptxas_log(source: str, arch: str) -> str:
+    """The ``ptxas -v`` report of compiling `source` to a CUBIN for `arch` with NVRTC."""
+    from cuda.bindings import nvrtc
+
+    opts = [f"--gpu-architecture={arch}".encode(), *(f.encode() for f in COMMON_FLAGS),
+            b"--ptxas-options=-v"]
+    (prog,) = _check_nvrtc(nvrtc.nvrtcCreateProgram(source.encode(), b"kernels.cu", 0, [], []),
+                           "nvrtcCreateProgram")
+    try:
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        (size,) = _check_nvrtc(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
+        log = bytearray(size)
+        _check_nvrtc(nvrtc.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog")
+        text = log.rstrip(b"\0").decode(errors="replace")
+        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise _compile_error("NVRTC", "kernels.cu", arch, text)
+        return text
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def kernel_stats(source: str, arch: str = "sm_90",
+                 compiler: Literal["auto", "nvrtc", "nvcc"] = "auto") -> dict[str, KernelStats]:
+    """ptxas' statistics of every kernel of `source` (cached): NVRTC's report (``auto``
+    when its library loads, or ``nvrtc``), else nvcc's (`ptxas_stats`)."""
+    check_arch(arch)
+    version = nvrtc_version()
+    if compiler == "nvrtc" and version is None:
+        raise CudaCompileError("NVRTC is not available (cuda.bindings could not load libnvrtc)")
+    if compiler == "nvcc" or version is None:
+        return ptxas_stats(source, arch)
+    key = cache_key("nvrtc-ptxas-v", source, arch, " ".join(COMMON_FLAGS),
+                    f"nvrtc-{version[0]}.{version[1]}")
+
+    def build(path: Path) -> None:
+        path.write_text(_nvrtc_ptxas_log(source, arch))
+
+    return parse_ptxas_log(cached_file(key, ".ptxas.txt", build).read_text())

@@ -23,7 +23,6 @@ import difflib
 import io
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO, ClassVar
 
 from xdsl.context import Context
@@ -32,20 +31,14 @@ from xdsl.utils.arg_spec import ArgSpec
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
-from tmlir.backends.cache import cache_key, cached_file
 from tmlir.backends.cuda_c import CudaProgram, above_gpu_level, emit_cuda
 from tmlir.backends.ptx import (
-    COMMON_FLAGS,
     SUPPORTED_ARCHS,
     CudaCompileError,
     KernelStats,
-    _check_nvrtc,
-    _compile_error,
     compile_cubin,
     compile_ptx,
-    nvrtc_version,
-    parse_ptxas_log,
-    ptxas_stats,
+    kernel_stats,
 )
 from tmlir.ir.diagnostics import attach_op
 
@@ -203,44 +196,6 @@ def format_report(reports: list[KernelReport], launches: int, arch: str) -> str:
     return "\n".join([header, line(_COLUMNS), *map(line, rows), totals_line(reports, launches)]) + "\n"
 
 
-def _nvrtc_ptxas_log(source: str, arch: str) -> str:
-    """The ``ptxas -v`` report of compiling `source` to a CUBIN with NVRTC."""
-    from cuda.bindings import nvrtc
-
-    opts = [f"--gpu-architecture={arch}".encode(), *(f.encode() for f in COMMON_FLAGS),
-            b"--ptxas-options=-v"]
-    (prog,) = _check_nvrtc(nvrtc.nvrtcCreateProgram(source.encode(), b"program.cu", 0, [], []),
-                           "nvrtcCreateProgram")
-    try:
-        (result,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-        (size,) = _check_nvrtc(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-        log = bytearray(size)
-        _check_nvrtc(nvrtc.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog")
-        text = log.rstrip(b"\0").decode(errors="replace")
-        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise _compile_error("NVRTC", "program.cu", arch, text)
-        return text
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
-
-
-def _ptxas_stats(source: str, arch: str, compiler: str) -> dict[str, KernelStats]:
-    """ptxas' statistics of every kernel of `source` (cached): NVRTC's report, or nvcc's
-    for ``compiler=nvcc`` or when ``auto`` finds no NVRTC."""
-    version = nvrtc_version()
-    if compiler == "nvrtc" and version is None:
-        raise CudaCompileError("NVRTC is not available (cuda.bindings could not load libnvrtc)")
-    if compiler == "nvcc" or version is None:
-        return ptxas_stats(source, arch)
-    key = cache_key("nvrtc-ptxas-v", source, arch, " ".join(COMMON_FLAGS),
-                    f"nvrtc-{version[0]}.{version[1]}")
-
-    def build(path: Path) -> None:
-        path.write_text(_nvrtc_ptxas_log(source, arch))
-
-    return parse_ptxas_log(cached_file(key, ".ptxas.txt", build).read_text())
-
-
 @dataclass(frozen=True)
 class ReportTarget(_GpuTarget):
     """Per kernel: template, launch shapes, registers, spills, shared memory, stack (ptxas -v).
@@ -259,7 +214,7 @@ class ReportTarget(_GpuTarget):
     def reports(self, module: ModuleOp) -> tuple[list[KernelReport], int]:
         """The kernel reports of `module` and its number of launches."""
         program = self.program(module)
-        stats = self.compiled(_ptxas_stats, program.source, self.arch, self.compiler)
+        stats = self.compiled(kernel_stats, program.source, self.arch, self.compiler)
         return kernel_reports(program, stats), len(program.launches)
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:

@@ -40,13 +40,11 @@ from pathlib import Path
 
 from tmlir.backends.cache import cache_key, cached_file
 from tmlir.backends.ptx import (
-    COMMON_FLAGS,
     CudaCompileError,
     KernelStats,
     check_arch,
+    kernel_stats,
     nvrtc_version,
-    parse_ptxas_log,
-    ptxas_stats,
 )
 from tmlir.tuning.occupancy import SM90, SmLimits, occupancy
 from tmlir.tuning.programs import candidate_program
@@ -57,45 +55,6 @@ from tmlir.tuning.space import Candidate, TunableKernel
 CHUNK = 4
 #: The default minimum occupancy: 8 of 64 warps, two per warp scheduler.
 MIN_OCCUPANCY = 0.125
-
-
-def _nvrtc_ptxas_log(source: str, arch: str) -> str:
-    """Compile `source` to a CUBIN for `arch` with NVRTC and return its ptxas report."""
-    from cuda.bindings import nvrtc
-
-    from tmlir.backends.ptx import _check_nvrtc, _compile_error
-
-    opts = [f"--gpu-architecture={arch}".encode(), *(f.encode() for f in COMMON_FLAGS),
-            b"--ptxas-options=-v"]
-    (prog,) = _check_nvrtc(nvrtc.nvrtcCreateProgram(source.encode(), b"kernels.cu", 0, [], []),
-                           "nvrtcCreateProgram")
-    try:
-        (result,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-        (size,) = _check_nvrtc(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-        log = bytearray(size)
-        _check_nvrtc(nvrtc.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog")
-        text = log.rstrip(b"\0").decode(errors="replace")
-        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise _compile_error("NVRTC", "kernels.cu", arch, text)
-        return text
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
-
-
-def kernel_stats(source: str, arch: str = "sm_90") -> dict[str, KernelStats]:
-    """ptxas statistics of every kernel of `source` (cached): NVRTC when its library
-    loads, else ``nvcc``."""
-    check_arch(arch)
-    version = nvrtc_version()
-    if version is None:
-        return ptxas_stats(source, arch)
-    key = cache_key("nvrtc-ptxas-v", source, arch, " ".join(COMMON_FLAGS),
-                    f"nvrtc-{version[0]}.{version[1]}")
-
-    def build(path: Path) -> None:
-        path.write_text(_nvrtc_ptxas_log(source, arch))
-
-    return parse_ptxas_log(cached_file(key, ".ptxas.txt", build).read_text())
 
 
 @dataclass(frozen=True)
