@@ -164,6 +164,13 @@ class _Lowering:
         self.host.insert(tm.LaunchOp(kernel.sym_name.data, [source, dest]))
 
 
+def check_target_arch(pass_name: str, arch: str) -> None:
+    """A ValueError, one line naming the pass, unless `arch` is one tmlir compiles for."""
+    if arch not in SUPPORTED_ARCHS:
+        raise ValueError(f"option 'target-arch' of pass '{pass_name}' must be one of "
+                         f"{', '.join(SUPPORTED_ARCHS)}, got '{arch}'")
+
+
 @dataclass(frozen=True)
 class ConvertGraphToTm(ModulePass):
     """Schedule graph operators and fusion groups into tm kernels and a host launch
@@ -191,9 +198,7 @@ class ConvertGraphToTm(ModulePass):
     """The implicit-GEMM convolution template's default parameters, e.g. "block_warps=1x2"."""
 
     def __post_init__(self) -> None:
-        if self.target_arch not in SUPPORTED_ARCHS:
-            raise ValueError(f"option 'target-arch' of pass '{self.name}' must be one of "
-                             f"{', '.join(SUPPORTED_ARCHS)}, got '{self.target_arch}'")
+        check_target_arch(self.name, self.target_arch)
         self.default_values()  # ValueError, one line, for a bad option
 
     def default_values(self) -> dict[str, dict[str, int | tuple[int, ...]]]:

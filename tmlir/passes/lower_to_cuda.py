@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from xdsl.passes import ModulePass
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 
-from tmlir.backends.ptx import SUPPORTED_ARCHS
 from tmlir.ir.pipeline import PipelinePass
 from tmlir.passes.arith_simplify import ArithSimplify
-from tmlir.passes.convert_graph_to_tm import ConvertGraphToTm
+from tmlir.passes.convert_graph_to_tm import ConvertGraphToTm, check_target_arch
 from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu
 from tmlir.passes.graph_canonicalize import GraphCanonicalize
 from tmlir.passes.graph_fold_batchnorm import GraphFoldBatchnorm
@@ -81,9 +80,7 @@ class LowerToCuda(PipelinePass):
     """The convolution template's default parameters (see docs/schedules.md)."""
 
     def __post_init__(self) -> None:
-        if self.target_arch not in SUPPORTED_ARCHS:
-            raise ValueError(f"option 'target-arch' of pass '{self.name}' must be one of "
-                             f"{', '.join(SUPPORTED_ARCHS)}, got '{self.target_arch}'")
+        check_target_arch(self.name, self.target_arch)
         self.passes()  # ValueError, one line, for a bad convert-graph-to-tm option
 
     def passes(self) -> tuple[ModulePass, ...]:
