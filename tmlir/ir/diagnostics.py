@@ -24,8 +24,9 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 
-class OpError(PassFailedException):
-    """A pass failed on `op`; ``str(error)`` is the message alone."""
+class _AboutOp:
+    """An exception or warning about `op` whose ``str()`` is `message` alone (a driver adds
+    where the op is)."""
 
     def __init__(self, op: Operation, message: str) -> None:
         super().__init__(message)
@@ -34,6 +35,10 @@ class OpError(PassFailedException):
 
     def __str__(self) -> str:
         return self.message
+
+
+class OpError(_AboutOp, PassFailedException):
+    """A pass failed on `op`; ``str(error)`` is the message alone."""
 
 
 class OpVerifyError(VerifyException):
@@ -51,16 +56,8 @@ class OpVerifyError(VerifyException):
         return self.text
 
 
-class OpWarning(UserWarning):
+class OpWarning(_AboutOp, UserWarning):
     """A warning about `op`; ``str(warning)`` is the message alone."""
-
-    def __init__(self, op: Operation, message: str) -> None:
-        super().__init__(message)
-        self.op = op
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
 
 
 def warn_about(op: Operation, message: str) -> None:
