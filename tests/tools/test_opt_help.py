@@ -11,12 +11,12 @@ import pytest
 from xdsl.passes import ModulePass
 from xdsl.transforms import get_all_passes
 
+from tmlir.ir.pass_options import PassOptionError, check_target, parse_passes
 from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu
 from tmlir.passes.lower_to_cuda import LowerToCuda
 from tmlir.registry import project_passes
 from tmlir.tools.opt_help import first_sentence, help_text, option_docs
 from tmlir.tools.pass_catalogue import catalogue
-from tmlir.tools.pass_options import PassOptionError, check_target, parse_passes
 from tmlir.tools.tm_opt import TmOptMain, main
 
 ROOT = Path(__file__).resolve().parents[2]

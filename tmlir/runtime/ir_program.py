@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
-from xdsl.passes import ModulePass, PassPipeline
+from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
 from tmlir import dtypes
@@ -76,18 +76,20 @@ def one_line(exc: Exception) -> str:
 
 
 def parse_pipeline(spec: str) -> tuple[ModulePass, ...]:
-    """The passes of a pipeline text (``'my-pass,lower-to-cuda{fusion=false}'``)."""
+    """The passes of a pipeline text (``'my-pass,lower-to-cuda{fusion=false}'``), options
+    typed and checked as ``tm-opt -p`` does (`tmlir.ir.pass_options`)."""
     from xdsl.transforms import get_all_passes
 
+    from tmlir.ir.pass_options import PassOptionError, parse_passes
     from tmlir.registry import project_passes
 
     try:
-        return PassPipeline.parse_spec({**get_all_passes(), **project_passes()}, spec).passes
+        return parse_passes({**get_all_passes(), **project_passes()}, spec)
     except ArgSpecParseError as exc:
         reason = [line.strip() for line in str(exc).splitlines() if line.strip()]
         raise ProgramError(f"bad pass pipeline '{spec}': {reason[-1] if reason else 'malformed'}") from None
-    except Exception as exc:  # unknown passes, bad options
-        raise ProgramError(f"bad pass pipeline '{spec}': {' '.join(str(exc).split())}") from None
+    except PassOptionError as exc:  # an unknown pass (did you mean), a bad option
+        raise ProgramError(f"bad pass pipeline '{spec}': {exc}") from None
 
 
 def main_function(module: ModuleOp) -> func.FuncOp:

@@ -5,7 +5,7 @@ Out: ``tm-opt --help`` (usage, the useful flags, then our passes, pipelines, a f
 xDSL passes and the targets, one line each), ``--help-pass NAME`` / ``--help-target NAME``
 (a pass's or target's docstrings and its options as a table: name, type, default,
 description), ``--help-all`` (xDSL's own help: every flag, pass and target it knows), and
-``-t`` checked as it is parsed (`tmlir.tools.pass_options`). An unknown NAME is one line,
+``-t`` checked as it is parsed (`tmlir.ir.pass_options`). An unknown NAME is one line,
 with a did-you-mean.
 
 "Ours" is whatever the driver registered that is not one of xDSL's own passes or targets,
@@ -29,7 +29,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from tmlir.tools.pass_options import (
+from tmlir.ir.pass_options import (
     Loaders,
     PassOptionError,
     check_target,

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import sys
 
+from tmlir.ir.pass_options import Loaders
 from tmlir.tools.opt_help import GENERIC_PASSES, describe, option_docs, options_table, pass_groups
-from tmlir.tools.pass_options import Loaders
 
 HEADER = """\
 # Pass catalogue

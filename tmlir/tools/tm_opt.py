@@ -37,6 +37,7 @@ from tmlir.backends.cache import CacheError
 from tmlir.context import TmContext
 from tmlir.ir.arith_ext import load_extra_arith_ops
 from tmlir.ir.diagnostics import OpWarning
+from tmlir.ir.pass_options import PassOptionError, parse_passes
 from tmlir.ir.pipeline import expand_pipeline
 from tmlir.ir.ssa import LocatingParser, describe, offset_spans, verify_module
 from tmlir.registry import project_dialects, project_passes, project_targets
@@ -44,7 +45,6 @@ from tmlir.schedules.pinned import verify_schedules
 from tmlir.tools.cli import one_line_failures
 from tmlir.tools.opt_diagnostics import render, run_verifying
 from tmlir.tools.opt_help import add_help_arguments
-from tmlir.tools.pass_options import PassOptionError, parse_passes
 
 
 class TmOptMain(xDSLOptMain):
