@@ -32,9 +32,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseE
 
 from tmlir import dtypes
 from tmlir.backends.cuda_c import BufferSpec, CudaProgram, emit_cuda
-from tmlir.runtime.memory_plan import plan_memory
-from tmlir.runtime.resources import check_memory
-from tmlir.runtime.runners import CudaRunner, EmuRunner, Runner, WeightCache
+from tmlir.runtime.runners import make_runner
 
 FILLS = ("zeros", "ones", "random")
 DEFAULT_PIPELINE = "lower-to-cuda"
@@ -228,23 +226,15 @@ class ProgramRunner:
         missing = [b.source for b in program.buffers if b.kind == "weight" and b.source not in weights]
         if missing:
             raise ProgramError(f"weight '{missing[0]}' has no data in the weight table")
-        self.program = program
-        plan = plan_memory(program)
-        check_memory(program, plan, device)
-        signatures = [k.signature for k in program.kernels]
-        self.runner: Runner
-        if device == "emu":
-            from tmlir.backends.emu import compile_emu
-
-            self.runner = EmuRunner(program, weights, compile_emu(program.source, signatures, check), plan)
-        elif device == "cuda":
-            from tmlir.backends.cuda_runtime import CudaModule, Stream, device_arch
-            from tmlir.backends.ptx import compile_kernels_ptx
-
-            module = CudaModule(compile_kernels_ptx(program, device_arch()), signatures)
-            self.runner = CudaRunner(program, weights, module, plan, WeightCache(), Stream())
-        else:
+        if device not in ("emu", "cuda"):
             raise ProgramError(f"unknown device '{device}'; expected emu or cuda")
+        self.program = program
+        arch = "sm_90"
+        if device == "cuda":
+            from tmlir.backends.cuda_runtime import device_arch
+
+            arch = device_arch()
+        _, self.runner = make_runner(program, weights, device, check=check, arch=arch)
 
     @property
     def inputs(self) -> list[BufferSpec]:

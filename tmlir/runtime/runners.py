@@ -219,3 +219,30 @@ def _host_array(value: np.ndarray | ArrayRef, slot: Any) -> np.ndarray:
 
 
 Runner = EmuRunner | CudaRunner
+
+
+def make_runner(program: CudaProgram, weights: Mapping[str, np.ndarray], device: str, *,
+                reuse: bool = True, check: bool | None = None, arch: str = "sm_90",
+                cuda_state: tuple[WeightCache, Any] | None = None,
+                cuda_graphs: bool = False) -> tuple[MemoryPlan, Runner]:
+    """`program`'s memory plan (`reuse`: share slots between buffers whose lives do not
+    overlap) and a runner on `device` (``emu``, with the sanitizer when `check`; or
+    ``cuda``, its kernels compiled for `arch`, on the weight cache and stream of
+    `cuda_state`, made afresh when None), after the memory guard checked that the plan fits
+    (`tmlir.runtime.resources.check_memory`)."""
+    from tmlir.runtime.memory_plan import plan_memory
+    from tmlir.runtime.resources import check_memory
+
+    plan = plan_memory(program, reuse=reuse)
+    check_memory(program, plan, device)
+    signatures = [k.signature for k in program.kernels]
+    if device == "emu":
+        from tmlir.backends.emu import compile_emu
+
+        return plan, EmuRunner(program, weights, compile_emu(program.source, signatures, check), plan)
+    from tmlir.backends.cuda_runtime import CudaModule, Stream
+    from tmlir.backends.ptx import compile_kernels_ptx
+
+    module = CudaModule(compile_kernels_ptx(program, arch), signatures)
+    cache, stream = cuda_state if cuda_state is not None else (WeightCache(), Stream())
+    return plan, CudaRunner(program, weights, module, plan, cache, stream, cuda_graphs=cuda_graphs)

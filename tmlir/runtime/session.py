@@ -24,9 +24,8 @@ import numpy as np
 from tmlir import dtypes
 from tmlir.backends.cuda_c import CudaProgram, emit_cuda
 from tmlir.runtime.interop import ArrayRef, InteropError, as_array_ref
-from tmlir.runtime.memory_plan import MemoryPlan, plan_memory
-from tmlir.runtime.resources import check_memory
-from tmlir.runtime.runners import CudaRunner, EmuRunner, Runner, WeightCache
+from tmlir.runtime.memory_plan import MemoryPlan
+from tmlir.runtime.runners import Runner, WeightCache, make_runner
 
 DEVICES = ("emu", "cuda")
 MAX_VALUE_ELEMENTS = 1024
@@ -338,22 +337,10 @@ class InferenceSession:
                     raise
                 self._by_value.update((name, exc.where) for name in new)
                 continue
-            plan = plan_memory(program, reuse=self.memory_plan)
-            check_memory(program, plan, self.device)
-            signatures = [k.signature for k in program.kernels]
-            runner: Runner
-            if self.device == "emu":
-                from tmlir.backends.emu import compile_emu
-
-                runner = EmuRunner(program, weights, compile_emu(program.source, signatures, self.check),
-                                    plan)
-            else:
-                from tmlir.backends.cuda_runtime import CudaModule
-                from tmlir.backends.ptx import compile_kernels_ptx
-
-                module = CudaModule(compile_kernels_ptx(program, self.target[1]), signatures)
-                runner = CudaRunner(program, weights, module, plan, *self._cuda_state(),
-                                    cuda_graphs=self.cuda_graphs)
+            plan, runner = make_runner(program, weights, self.device, reuse=self.memory_plan,
+                                       check=self.check, arch=self.target[1],
+                                       cuda_state=self._cuda_state() if self.device == "cuda" else None,
+                                       cuda_graphs=self.cuda_graphs)
             self._variants[key] = _Compiled(program, plan, runner)
             return self._variants[key]
 
