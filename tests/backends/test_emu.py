@@ -395,9 +395,9 @@ def test_precompiled_header_is_built_once_and_optional(isolated_cache: Path,
     the plain header is included and kernels still compile."""
     from tmlir.backends.emu import emu
 
-    first = emu._precompiled_header(HEADER.read_text())
+    first = emu._precompiled_header(emu.emu_header())
     assert first.parent.parent == isolated_cache and first.with_suffix(".h.gch").is_file()
-    assert emu._precompiled_header(HEADER.read_text()) == first
+    assert emu._precompiled_header(emu.emu_header()) == first
     monkeypatch.setenv("TMLIR_CACHE_DIR", str(isolated_cache / "other"))
 
     run = subprocess.run
@@ -408,7 +408,7 @@ def test_precompiled_header_is_built_once_and_optional(isolated_cache: Path,
         return run(cmd, *args, **kwargs)
 
     monkeypatch.setattr(emu.subprocess, "run", header_fails)
-    assert emu._precompiled_header(HEADER.read_text()) == HEADER
+    assert emu._precompiled_header(emu.emu_header()) == HEADER
     module = compile_emu(VADD, [VADD_SIG])
     a, b, c = (np.arange(8, dtype=np.float32) for _ in range(3))
     module.launch("vadd", 1, 8, [a, b, c, 8])

@@ -37,6 +37,7 @@ from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import DiagnosticException
 
 from tmlir import dtypes
+from tmlir.backends.tensor_core import prelude_for as tensor_core_prelude
 
 
 class CudaEmitError(DiagnosticException):
@@ -156,7 +157,8 @@ def _narrow_struct(ctype: str, fmt: NarrowFormat) -> str:
 
 def prelude(source: str) -> str:
     """The type definitions and conversions that `source` uses (``tm_half``, ``tm_bf16``,
-    ``tm_f8e4m3fn``, ...), in one block; empty if none."""
+    ``tm_f8e4m3fn``, ...), in one block, then the tensor-core primitives it calls
+    (`tensor_core.prelude_for`); empty if none."""
     def uses(ctype: str) -> bool:  # the type, or only its conversion (a fused kernel rounds through it)
         return re.search(rf"\btm_(?:float_to_)?{ctype[3:]}(?![a-z0-9])", source) is not None
 
@@ -164,7 +166,7 @@ def prelude(source: str) -> str:
     used = [c for c in NARROW_FORMATS if uses(c)]
     if used:
         parts.append(NARROW_PRELUDE + "".join(_narrow_struct(c, NARROW_FORMATS[c]) for c in used))
-    return "".join(parts)
+    return "".join(parts) + tensor_core_prelude(source)
 
 
 def c_type(type: Attribute, index: str = "int") -> str:

@@ -47,6 +47,8 @@ from tmlir.gpu_limits import MAX_THREADS_PER_BLOCK
 
 HEADER = Path(__file__).with_name("tmlir_emu.h")
 CHECK_HEADER = Path(__file__).with_name("tmlir_emu_check.h")
+TENSOR_CORE_HEADER = Path(__file__).with_name("tmlir_emu_tc.h")
+TENSOR_CORE_INCLUDE = '#include "tmlir_emu_tc.h"'
 #: Environment variable: "1" makes `compile_emu` build with the sanitizer by default.
 CHECK_ENV = "TMLIR_EMU_CHECK"
 CXX = "g++"
@@ -95,7 +97,7 @@ def compile_emu(source: str, kernels: Sequence[KernelSignature],
     if check is None:
         check = os.environ.get(CHECK_ENV) == "1"
     wrappers = "".join(_launch_wrapper(k, check) for k in kernels)
-    header = HEADER.read_text()
+    header = emu_header()
     if check:
         from tmlir.backends.emu import check as sanitizer
 
@@ -210,6 +212,16 @@ class EmuModule:
                           ctypes.c_ulong]
         entry.restype = ctypes.c_int
         return entry
+
+
+def emu_header() -> str:
+    """The text force-included into every emu build: tmlir_emu.h with tmlir_emu_tc.h in
+    place of its include (the header is precompiled from a copy in the cache, where a
+    relative include would not be found, and the cache key must cover both files)."""
+    header = HEADER.read_text()
+    if header.count(TENSOR_CORE_INCLUDE) != 1:
+        raise EmuError(f"tmlir_emu.h must include {TENSOR_CORE_INCLUDE} once")
+    return header.replace(TENSOR_CORE_INCLUDE, TENSOR_CORE_HEADER.read_text().replace("#pragma once\n", "", 1))
 
 
 def _element_type(param: KernelParam) -> str:

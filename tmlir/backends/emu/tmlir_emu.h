@@ -24,6 +24,7 @@
 // * A launch stops early, between threads and blocks (so also at barriers), when another
 //   worker failed or the guard's cancel flag is set (SIGINT in an interruptible launch).
 #pragma once
+#define TMLIR_EMU 1  // lets a source tell the emu from nvcc/NVRTC (tensor_core.py's prelude)
 // `#pragma unroll` is nvcc's business. Only -Wall would warn, and g++ < 13 ignores this.
 #pragma GCC diagnostic ignored "-Wunknown-pragmas"
 
@@ -158,6 +159,8 @@ struct Worker {
   const volatile int* cancel;   // ...or when this one is (SIGINT)
   Worker* next_free;
   Recovery recovery;            // where a fault in one of this worker's fibers resumes
+  void* tensor_cores;           // tmlir_emu_tc.h's scratch and cp.async queues, on first use
+  const char* misuse;           // why tmlir_emu_tc.h trapped in the running thread, or null
   fenv_t fenv;                  // the scheduler's floating-point environment, for after one
   alignas(16) char signal_stack[kSignalStackBytes];
 };
@@ -168,6 +171,8 @@ static thread_local uint3 block_idx, block_dim, grid_dim;
 #ifdef TMLIR_EMU_CHECK
 inline void check_release(Worker& w, Barrier& b);  // tmlir_emu_check.h: a barrier completed
 #endif
+inline void tc_thread_begin();  // tmlir_emu_tc.h: a new thread has no cp.async in flight
+inline void tc_thread_end();    // tmlir_emu_tc.h: copies never waited for are dropped
 
 inline char* take_stack(Worker& w) {
   if (w.n_free > 0) return w.free_stacks[--w.n_free];
@@ -179,7 +184,9 @@ inline char* take_stack(Worker& w) {
 }
 
 [[noreturn]] inline void fiber_main() {
+  tc_thread_begin();
   worker->body(worker->arg);
+  tc_thread_end();
   current->state = State::kDone;
   context_switch(current->ctx, worker->scheduler);
   __builtin_unreachable();
@@ -289,6 +296,7 @@ inline Worker* recycle(Worker* back, bool release_all = false) {
   if (!release_all) return back || w ? w : static_cast<Worker*>(calloc(1, sizeof(Worker)));
   while (w) {
     Worker* next = w->next_free;
+    free(w->tensor_cores);
     for (int i = 0; i < w->n_free; ++i)
       munmap(w->free_stacks[i] - kGuardBytes, kStackBytes + kGuardBytes);
     free(w);
@@ -319,6 +327,8 @@ inline void describe_fault(const Worker& w, char* msg, size_t len) {
   else if (r.sig == SIGBUS)
     snprintf(what, sizeof what, "bus error at address %p (%s)", r.addr,
              r.code == BUS_ADRALN ? "misaligned" : "no memory behind it, e.g. a truncated mapped file");
+  else if (r.sig == SIGILL && w.misuse)
+    snprintf(what, sizeof what, "%s", w.misuse);
   else if (r.sig == SIGFPE)
     snprintf(what, sizeof what, "arithmetic exception (%s)",
              r.code == FPE_INTDIV ? "integer division by zero or overflow" : "floating-point trap");
@@ -530,6 +540,8 @@ extern "C" __attribute__((visibility("default"))) long long tmlir_emu_progress()
 extern "C" __attribute__((visibility("default"))) void tmlir_emu_release() {
   tmlir_emu::recycle(nullptr, true);
 }
+
+#include "tmlir_emu_tc.h"  // mma, ldmatrix, cp.async (emu.py inlines it)
 
 #ifdef TMLIR_EMU_CHECK  // the emu sanitizer (compile_emu(check=True))
 #include "tmlir_emu_check.h"

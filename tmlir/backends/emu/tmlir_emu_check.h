@@ -167,7 +167,7 @@ struct GlobalRef {
   const char* name;
 
   template <class I>
-  auto operator[](I i) const {
+  decltype(auto) operator[](I i) const {  // const T& for a read-only buffer: `&x[i]` works
     static_assert(std::is_integral<I>::value, "index a buffer with an integer");
     if constexpr (std::is_const<T>::value) {
       if (__builtin_expect(in_bounds(i, count), 1)) return static_cast<const T&>(ptr[i]);
@@ -310,6 +310,13 @@ struct SharedElem {
   template <class U> SharedElem& operator+=(const U& v) { return *this = T(T(*this) + v); }
   template <class U> SharedElem& operator-=(const U& v) { return *this = T(T(*this) - v); }
   template <class U> SharedElem& operator*=(const U& v) { return *this = T(T(*this) * v); }
+  // `&s[i][j]` (ldmatrix rows, cp.async destinations): checked as an access; the accesses
+  // made through the pointer are not seen by the race check. Out of bounds: scratch.
+  T* operator&() const {
+    if (__builtin_expect(bad >= 0, 0)) return shared_oob("access of", info(), bad, bad_index),
+                                              const_cast<T*>(&zero<T>());
+    return &array->data[flat];
+  }
 };
 
 // Shared array A indexed down to dimension L, `name[i0]...[iL-1]`, by thread `tid` of the
