@@ -2,7 +2,8 @@
 
 Task mappings are gone: kernels compute with ``scf``/``arith``/``math`` and access
 ``memref``s; what remains are the CUDA concepts themselves — thread and block ids, shared
-and per-thread (register) arrays, block barriers, warp shuffles — and, on the host side,
+and per-thread (register) arrays, block barriers, warp shuffles, the tensor-core ``mma``,
+``ldmatrix`` and ``cp_async`` (tmlir.ir.tensor_core_ops) — and, on the host side,
 device buffers and the ordered launches with their grid and block sizes.
 
     tmgpu.kernel @relu_0(%x: memref<8x10xf32>, %y: memref<8x10xf32>) block(256) {
@@ -63,6 +64,13 @@ from tmlir.ir.syntax import (
     parse_kernel_header,
     parse_trailing_attrs_and_region,
     print_kernel_header,
+)
+from tmlir.ir.tensor_core_ops import (
+    CpAsyncOpBase,
+    CpAsyncWaitOpBase,
+    LdmatrixOpBase,
+    MmaOpBase,
+    kernel_argument,
 )
 
 DIMS = ("x", "y", "z")
@@ -235,6 +243,55 @@ class ShuffleOp(ShuffleOpBase):
     traits = traits_def(InsideKernel(KernelOp))
 
 
+def _scope(value: SSAValue) -> str | None:
+    scopes = {SharedAllocOp: "shared", LocalAllocOp: "register"}
+    return scopes.get(type(value.owner)) or ("global" if kernel_argument(value, KernelOp) else None)
+
+
+@irdl_op_definition
+class MmaOp(MmaOpBase):
+    """``tmlir_mma_m16n8k16_f16(d, a, b, c)``: a warp's D = A * B + C (see MmaOpBase)."""
+
+    name = "tmgpu.mma"
+    traits = traits_def(InsideKernel(KernelOp))
+    buffer_scope = staticmethod(_scope)
+
+
+@irdl_op_definition
+class LdmatrixOp(LdmatrixOpBase):
+    """``tmlir_ldmatrix_x4[_trans](frag, &smem[r][c])`` (see LdmatrixOpBase)."""
+
+    name = "tmgpu.ldmatrix"
+    traits = traits_def(InsideKernel(KernelOp))
+    buffer_scope = staticmethod(_scope)
+
+
+@irdl_op_definition
+class CpAsyncOp(CpAsyncOpBase):
+    """``tmlir_cp_async<16>(&smem[..], &x[..])`` (see CpAsyncOpBase)."""
+
+    name = "tmgpu.cp_async"
+    traits = traits_def(InsideKernel(KernelOp))
+    buffer_scope = staticmethod(_scope)
+
+
+@irdl_op_definition
+class CpAsyncCommitOp(IRDLOperation):
+    """``tmlir_cp_async_commit()``: close this thread's open group of copies."""
+
+    name = "tmgpu.cp_async_commit"
+    traits = traits_def(InsideKernel(KernelOp))
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class CpAsyncWaitOp(CpAsyncWaitOpBase):
+    """``tmlir_cp_async_wait<1>()`` (see CpAsyncWaitOpBase)."""
+
+    name = "tmgpu.cp_async_wait"
+    traits = traits_def(InsideKernel(KernelOp))
+
+
 @irdl_op_definition
 class AllocOp(IRDLOperation):
     """Host side: a device buffer for an intermediate result."""
@@ -337,6 +394,6 @@ class LaunchOp(LaunchOpBase):
 TMGPU = Dialect(
     "tmgpu",
     [KernelOp, ThreadIdOp, BlockIdOp, GridDimOp, SharedAllocOp, LocalAllocOp, BarrierOp, ShuffleOp,
-     AllocOp, WeightOp, ViewOp, LaunchOp],
+     MmaOp, LdmatrixOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, AllocOp, WeightOp, ViewOp, LaunchOp],
     [],
 )

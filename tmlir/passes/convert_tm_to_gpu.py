@@ -2,7 +2,8 @@
 
 In: tm IR whose task mappings are lowered (``tm-lower-mappings``). Out:
 ``tmgpu.kernel``s with ``tmgpu.thread_id``/``block_id``, ``__shared__`` and per-thread
-arrays, barriers and warp shuffles (``tm.shuffle`` → ``tmgpu.shuffle``, one to one);
+arrays, barriers, warp shuffles and the tensor-core ops (``tm.shuffle`` → ``tmgpu.shuffle``,
+``tm.mma`` → ``tmgpu.mma``, ..., one to one);
 ``tm.load``/``tm.store`` become ``memref.load``/``memref.store``, wrapped in ``scf.if``
 bound checks for their guarded dimensions (a guarded load yields 0 when out of range);
 host ``tm.launch`` becomes ``tmgpu.launch`` with the kernel's grid and block sizes, and a
@@ -224,6 +225,44 @@ class ConvertOneToOne(RewritePattern):
         rewriter.replace(op, new)
 
 
+class ConvertTensorCore(RewritePattern):
+    """``tm.mma``/``ldmatrix``/``cp_async``/``cp_async_commit``/``cp_async_wait`` → their
+    tmgpu twins; an access to a laid-out shared buffer indexes its storage offset. A
+    fragment must be a plain register buffer (no data layout): its C array is passed whole."""
+
+    def __init__(self, layouts: Layouts) -> None:
+        self.layouts = layouts
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        b, layouts = IRBuilder.from_rewriter(rewriter), self.layouts
+
+        def storage(buffer: SSAValue, indices: Sequence[SSAValue]) -> list[SSAValue]:
+            return _storage_indices(b, layouts, buffer, indices)
+
+        new: Operation
+        match op:
+            case tm.MmaOp() | tm.LdmatrixOp():
+                fragments = [f for f, _ in op.accesses()] if isinstance(op, tm.MmaOp) else [op.frag]
+                if any(f in layouts for f in fragments):
+                    raise OpError(op, f"convert-tm-to-gpu: a fragment of '{op.name}' cannot have a data layout")
+                if isinstance(op, tm.MmaOp):
+                    new = tmgpu.MmaOp(op.shape.data, op.dtype.data, op.d, op.a, op.b, op.c,
+                                      op.d_indices, op.a_indices, op.b_indices, op.c_indices)
+                else:
+                    new = tmgpu.LdmatrixOp(op.num.data, op.trans is not None, op.frag, op.smem,
+                                           storage(op.smem, op.smem_indices), op.frag_indices)
+            case tm.CpAsyncOp():
+                new = tmgpu.CpAsyncOp(op.bytes.data, op.dst, storage(op.dst, op.dst_indices),
+                                      op.src, op.src_indices)
+            case tm.CpAsyncCommitOp():
+                new = tmgpu.CpAsyncCommitOp()
+            case tm.CpAsyncWaitOp():
+                new = tmgpu.CpAsyncWaitOp(op.pending.data)
+            case _:
+                return
+        rewriter.replace(op, new)
+
+
 def grid_stride(kernel: tmgpu.KernelOp, blocks: int) -> None:
     """Make `kernel` run its `blocks` virtual blocks whatever its launch's grid: its body
     becomes a loop from ``blockIdx.x`` to `blocks` by ``gridDim.x`` (see the module
@@ -279,7 +318,7 @@ class ConvertTmToGpu(ModulePass):
         layouts: Layouts = {}
         patterns: list[RewritePattern] = [
             ConvertKernel(wide), ConvertAlloc(layouts), ConvertLoad(layouts), ConvertStore(layouts),
-            ConvertLaunch(sizes), ConvertOneToOne(),
+            ConvertLaunch(sizes), ConvertOneToOne(), ConvertTensorCore(layouts),
         ]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns, dce_enabled=False),
                              apply_recursively=False).rewrite_module(op)

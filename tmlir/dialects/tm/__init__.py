@@ -4,7 +4,9 @@ A ``tm.kernel`` is a grid of ``grid`` blocks of ``block`` threads; inside it,
 ``tm.block_id`` and ``tm.thread_id`` are the worker ids, and ``tm.for_task`` runs its body
 once per task that a task mapping assigns to a worker, with the task's indices as region
 arguments; ``tm.barrier`` synchronizes the block and ``tm.shuffle`` exchanges values
-between the lanes of a warp. Buffers have a scope (``global`` on the host side, ``shared``
+between the lanes of a warp; ``tm.mma``, ``tm.ldmatrix`` and ``tm.cp_async`` (with
+``tm.cp_async_commit``/``tm.cp_async_wait``) are the tensor-core primitives
+(``tensor_core.py``). Buffers have a scope (``global`` on the host side, ``shared``
 and ``register`` inside kernels); ``tm.load`` and ``tm.store`` check the dimensions listed in ``guard``
 against the buffer's shape (an out-of-range load gives 0, an out-of-range store does
 nothing). The host side is a ``func.func`` that allocates buffers and ``tm.launch``es
@@ -41,10 +43,12 @@ from tmlir.dialects.tm.kernel import *  # noqa: F403
 from tmlir.dialects.tm.kernel import BarrierOp, BlockIdOp, ForTaskOp, KernelOp, ShuffleOp, ThreadIdOp
 from tmlir.dialects.tm.memory import *  # noqa: F403
 from tmlir.dialects.tm.memory import AllocOp, LoadOp, StoreOp
+from tmlir.dialects.tm.tensor_core import *  # noqa: F403
+from tmlir.dialects.tm.tensor_core import CpAsyncCommitOp, CpAsyncOp, CpAsyncWaitOp, LdmatrixOp, MmaOp
 
 TM = Dialect(
     "tm",
     [KernelOp, BlockIdOp, ThreadIdOp, ForTaskOp, AllocOp, BarrierOp, ShuffleOp, LoadOp,
-     StoreOp, WeightOp, ViewOp, LaunchOp],
+     StoreOp, WeightOp, ViewOp, LaunchOp, MmaOp, LdmatrixOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp],
     [TaskMappingAttr, DataLayoutAttr],
 )

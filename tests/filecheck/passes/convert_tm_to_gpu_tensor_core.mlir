@@ -1,0 +1,41 @@
+// RUN: tm-opt %s --split-input-file -p convert-tm-to-gpu --verify-diagnostics | filecheck %s
+//
+// The tensor-core ops become their tmgpu twins one to one; an access to a laid-out shared
+// buffer indexes its 1-D storage (rows padded to 24 here), a fragment keeps its indices.
+
+// CHECK-LABEL: tmgpu.kernel @tensor_core
+// CHECK:         %sb = tmgpu.shared_alloc : memref<192xf16>
+// CHECK:         %acc = tmgpu.local_alloc : memref<2x4xf32>
+// CHECK-NEXT:    [[PITCH:%.*]] = arith.constant 24 : index
+// CHECK-NEXT:    [[ROW:%.*]] = arith.muli %t, [[PITCH]] : index
+// CHECK-NEXT:    [[OFF:%.*]] = arith.addi [[ROW]], %c0 : index
+// CHECK-NEXT:    tmgpu.cp_async bytes(16) %sb[[[OFF]]], %x[%t, %c0] : memref<192xf16>, memref<8x16xf16>
+// CHECK-NEXT:    tmgpu.cp_async_commit
+// CHECK-NEXT:    tmgpu.cp_async_wait pending(0)
+// CHECK:         tmgpu.ldmatrix x2 trans %fb, %sb[{{%.*}}] : memref<2xi32>, memref<192xf16>
+// CHECK-NEXT:    tmgpu.mma m16n8k16 f16 %acc[%c1], %fa, %fb, %acc[%c1] : memref<2x4xf32>, memref<4xi32>, memref<2xi32>, memref<2x4xf32>
+tm.kernel @tensor_core(%x: memref<8x16xf16>) grid(1) block(32) {
+  %t = tm.thread_id
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %sb = tm.alloc shared layout(row_major(8, 16, pad=8)) : memref<8x16xf16>
+  %fa = tm.alloc register : memref<4xi32>
+  %fb = tm.alloc register : memref<2xi32>
+  %acc = tm.alloc register : memref<2x4xf32>
+  tm.cp_async bytes(16) %sb[%t, %c0], %x[%t, %c0] : memref<8x16xf16>, memref<8x16xf16>
+  tm.cp_async_commit
+  tm.cp_async_wait pending(0)
+  tm.ldmatrix x2 trans %fb, %sb[%t, %c0] : memref<2xi32>, memref<8x16xf16>
+  tm.mma m16n8k16 f16 %acc[%c1], %fa, %fb, %acc[%c1] : memref<2x4xf32>, memref<4xi32>, memref<2xi32>, memref<2x4xf32>
+}
+
+// -----
+
+tm.kernel @laid_out_fragment(%x: memref<8x16xf16>) grid(1) block(32) {
+  %t = tm.thread_id
+  %sb = tm.alloc shared : memref<8x16xf16>
+  %fb = tm.alloc register layout(column_major(1, 2)) : memref<1x2xi32>
+  %c0 = arith.constant 0 : index
+  // expected-error@+1 {{convert-tm-to-gpu: a fragment of 'tm.ldmatrix' cannot have a data layout}}
+  tm.ldmatrix x2 %fb[%c0], %sb[%t, %c0] : memref<1x2xi32>, memref<8x16xf16>
+}
