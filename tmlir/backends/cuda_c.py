@@ -298,8 +298,11 @@ class _KernelPrinter:
                 name = self.names.fresh(op.result.name_hint, "buf")
                 self.values[op.result] = name
                 dims = "".join(f"[{d}]" for d in op.result.type.get_shape())
+                ctype = self.c_type(op.result.type.element_type)
                 shared = "__shared__ " if isinstance(op, tmgpu.SharedAllocOp) else ""
-                self.emit(f"{shared}{self.c_type(op.result.type.element_type)} {name}{dims};")
+                # 16-bit tiles feed ldmatrix and 16-byte cp.async: rows must be 16-byte aligned
+                align = " __align__(16)" if shared and ctype in ("tm_half", "tm_bf16") else ""
+                self.emit(f"{shared}{ctype} {name}{dims}{align};")
             case tmgpu.BarrierOp():
                 self.emit("__syncthreads();")
             case tmgpu.ShuffleOp():  # a warp-wide statement, always in program order

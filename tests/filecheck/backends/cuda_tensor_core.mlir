@@ -8,8 +8,8 @@
 // warp: C (16x8) = A (16x16) * B, with B given as its transpose (8x16, the `.col` operand).
 
 // CHECK-LABEL: extern "C" __global__ void __launch_bounds__(32) mma_tile(const tm_half* __restrict__ a, const tm_half* __restrict__ b, float* __restrict__ c) {
-// CHECK:         __shared__ tm_half sa[16][16];
-// CHECK-NEXT:    __shared__ tm_half sb[192];
+// CHECK:         __shared__ tm_half sa[16][16] __align__(16);
+// CHECK-NEXT:    __shared__ tm_half sb[192] __align__(16);
 // CHECK-NEXT:    int fa[4];
 // CHECK-NEXT:    unsigned int fb[2];
 // CHECK-NEXT:    float acc[4];
@@ -90,7 +90,7 @@ tm.kernel @mma_tile(%a: memref<16x16xf16>, %b: memref<8x16xf16>, %c: memref<16x8
 // one row of their C array.
 // CHECK-LABEL: void __launch_bounds__(32) variants(const float* __restrict__ x, const tm_bf16* __restrict__ y) {
 // CHECK:         __shared__ float sx[32][8];
-// CHECK-NEXT:    __shared__ tm_bf16 sy[32][8];
+// CHECK-NEXT:    __shared__ tm_bf16 sy[32][8] __align__(16);
 // CHECK-NEXT:    float acc[2][2][4];
 // CHECK-NEXT:    float fa[4];
 // CHECK-NEXT:    int ha[4];

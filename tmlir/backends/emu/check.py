@@ -37,7 +37,7 @@ SIZES_PARAM = KernelParam("tmlir_emu_sizes", "const long long*")
 CHECK_INCLUDE = '#include "tmlir_emu_check.h"'
 
 _SHARED = re.compile(r"__shared__\s+(?P<type>[A-Za-z_][\w ]*?)\s+(?P<name>[A-Za-z_]\w*)"
-                     r"(?P<dims>(?:\s*\[\s*\d+\s*\])+)\s*;")
+                     r"(?P<dims>(?:\s*\[\s*\d+\s*\])+)(?P<align>\s*__align__\(\d+\))?\s*;")
 _POINTER = re.compile(r"\s*(?P<const>const\s+)?(?P<type>[A-Za-z_][\w ]*?)\s*\*\s*"
                       r"(?:__restrict__\s+)?(?P<name>[A-Za-z_]\w*)\s*")
 
@@ -91,7 +91,8 @@ def _checked_shared(match: re.Match[str]) -> str:
     ctype, name = " ".join(match["type"].split()), match["name"]
     dims = ", ".join(re.findall(r"\d+", match["dims"]))
     storage = f"{name}_tmlir_check"
-    return (f"__shared__ ::tmlir_emu::check::SharedArray<{ctype}, {dims}> {storage}; "
+    align = match["align"] or ""  # the data comes first in a SharedArray: it keeps the alignment
+    return (f"__shared__ ::tmlir_emu::check::SharedArray<{ctype}, {dims}> {storage}{align}; "
             f"const auto {name} = ::tmlir_emu::check::shared_view({storage}, \"{name}\");")
 
 

@@ -58,6 +58,7 @@
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
 #define __shared__ static thread_local  // one copy per worker thread = per running block
 #define __constant__ static
 
