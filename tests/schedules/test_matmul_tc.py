@@ -1,0 +1,155 @@
+"""The tensor-core matmul template and its space: candidates run on emu (mma, ldmatrix and
+cp.async emulated) against float64 numpy at half-precision tolerance, compile with NVRTC
+for sm_80 and sm_90 without spills; a kernel without its cp.async waits gives a wrong
+result; shapes the 16-byte copies cannot cover are refused."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import ml_dtypes
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import Attribute, BFloat16Type, Float16Type, ModuleOp
+
+from tmlir.backends.cuda_c import CudaProgram, emit_cuda
+from tmlir.backends.emu import compile_emu
+from tmlir.backends.ptx import kernel_stats, nvrtc_version
+from tmlir.passes.arith_simplify import ArithSimplify
+from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu
+from tmlir.passes.tm_lower_mappings import TmLowerMappings
+from tmlir.registry import make_context
+from tmlir.schedules.matmul_simt import MatmulProblem
+from tmlir.schedules.matmul_tc import MATMUL_TC_SPACE, MatmulTcParams, matmul_tc_kernel
+from tmlir.schedules.registry import NoTemplate
+
+needs_nvrtc = pytest.mark.skipif(nvrtc_version() is None, reason="NVRTC (cuda.bindings) not available")
+
+
+def problem(m: int, n: int, k: int, bias: bool = False) -> MatmulProblem:
+    return MatmulProblem((m, k), (k, n), (m, n), (n,) if bias else None)
+
+
+def lowered(prob: MatmulProblem, params: MatmulTcParams, element: Attribute = Float16Type(),
+            wait: bool = True) -> CudaProgram:
+    """The kernel through tm-lower-mappings, convert-tm-to-gpu and arith-simplify, as CUDA C."""
+    module = ModuleOp([matmul_tc_kernel("mm_tc", prob, params, element, wait=wait)])
+    module.verify()
+    ctx = make_context()
+    for p in (TmLowerMappings(), ConvertTmToGpu(), ArithSimplify()):
+        p.apply(ctx, module)
+    return emit_cuda(module)
+
+
+def run_on_emu(prob: MatmulProblem, params: MatmulTcParams, element: Attribute = Float16Type(),
+               wait: bool = True, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(C from the emu, the float64 reference) for random unit-scale inputs."""
+    program = lowered(prob, params, element, wait)
+    rng = np.random.default_rng(seed)
+    half = np.float16 if isinstance(element, Float16Type) else ml_dtypes.bfloat16
+    a = rng.standard_normal(prob.lhs_shape).astype(half)
+    b = rng.standard_normal(prob.rhs_shape).astype(half)
+    bias = rng.standard_normal(prob.bias_shape).astype(np.float32) if prob.bias_shape else None
+    c = np.full(prob.out_shape, np.nan, np.float32)  # every element must be written
+    grid, block = params.blocks(prob), params.threads
+    with compile_emu(program.source, [k.signature for k in program.kernels]) as emu:
+        emu.launch("mm_tc", grid, block, [a, b, *([bias] if bias is not None else []), c])
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    return c, want + bias if bias is not None else want
+
+
+def assert_matches(c: np.ndarray, want: np.ndarray, k: int) -> None:
+    """Exact half-precision products, f32 sums: rtol 1e-3, atol 1e-3 at the sqrt(K) scale."""
+    np.testing.assert_allclose(c, want, rtol=1e-3, atol=1e-3 * math.sqrt(k))
+
+
+SAMPLED = [  # 4 candidates in the normal suite, from each shape's valid space
+    pytest.param(problem(64, 64, 64), MatmulTcParams(64, 64, 32, (2, 2), 4), id="64x64x64-64x64x32-2x2-s4"),
+    pytest.param(problem(96, 80, 48, True), MatmulTcParams(64, 64, 16, (2, 2), 3), id="96x80x48-64x64x16-2x2-s3"),
+    pytest.param(problem(96, 80, 48, True), MatmulTcParams(128, 64, 32, (4, 2), 3), id="96x80x48-128x64x32-4x2-s3"),
+    pytest.param(problem(128, 128, 256, True), MatmulTcParams(128, 128, 32, (2, 2), 2),
+                 id="128x128x256-128x128x32-2x2-s2"),
+]
+
+
+@pytest.mark.parametrize(("prob", "params"), SAMPLED)
+def test_sampled_candidates_match_numpy(prob: MatmulProblem, params: MatmulTcParams) -> None:
+    assert MATMUL_TC_SPACE.first_violation(params, prob) is None
+    assert_matches(*run_on_emu(prob, params), prob.k)
+
+
+def test_bf16_operands_match_numpy() -> None:
+    prob = problem(64, 72, 40, bias=True)
+    assert_matches(*run_on_emu(prob, MatmulTcParams(64, 64, 16, (2, 2), 3), BFloat16Type()), prob.k)
+
+
+def test_missing_cp_async_wait_gives_a_wrong_result() -> None:
+    prob, params = problem(64, 64, 64), MatmulTcParams(64, 64, 16, (2, 2), 3)
+    c, want = run_on_emu(prob, params, wait=False)
+    assert not np.allclose(c, want, rtol=1e-2, atol=1e-2)
+
+
+@needs_nvrtc
+@pytest.mark.parametrize(("prob", "params"), SAMPLED)
+def test_candidates_compile_for_sm80_and_sm90_without_spills(prob: MatmulProblem, params: MatmulTcParams) -> None:
+    source = lowered(prob, params).source
+    for arch in ("sm_80", "sm_90"):
+        stats = kernel_stats(source, arch, compiler="nvrtc")["mm_tc"]
+        assert stats.spill_bytes == 0 and stats.local_bytes == 0, (arch, stats)
+        assert stats.shared_bytes == params.shared_bytes()
+        assert stats.registers <= 255
+
+
+@pytest.mark.parametrize(("shape", "message"), [
+    ((64, 64, 60), "K and N multiples of 8"),
+    ((64, 36, 64), "K and N multiples of 8"),
+])
+def test_shapes_the_copies_cannot_cover_are_refused(shape: tuple[int, int, int], message: str) -> None:
+    with pytest.raises(NoTemplate, match=message) as info:
+        matmul_tc_kernel("mm_tc", problem(*shape), MatmulTcParams())
+    assert "x".join(map(str, shape)) in str(info.value)
+
+
+def test_float32_operands_are_refused() -> None:
+    from xdsl.dialects.builtin import Float32Type
+    with pytest.raises(NoTemplate, match="f16 or bf16"):
+        matmul_tc_kernel("mm_tc", problem(64, 64, 64), MatmulTcParams(), Float32Type())
+
+
+def test_params_are_checked() -> None:
+    with pytest.raises(ValueError, match="multiple of 16"):
+        MatmulTcParams(block_k=24)
+    with pytest.raises(ValueError, match="stages"):
+        MatmulTcParams(stages=5)
+
+
+def test_space_constraints() -> None:
+    prob = problem(1024, 1024, 1024)
+    candidates = MATMUL_TC_SPACE.candidates(prob)
+    assert 30 <= len(candidates) <= 60
+    for p in candidates:
+        assert p.shared_bytes() <= 48 * 1024 and p.register_estimate() <= 255
+        assert 2 <= p.stages <= 4 and p.block_k % 16 == 0
+    rejected = MATMUL_TC_SPACE.rejections(prob)
+    assert rejected["shared memory <= 48 KiB"] > 0  # e.g. 128 x 128 x 64 with 2 stages
+    assert sum(rejected.values()) + len(candidates) == MATMUL_TC_SPACE.size
+    small = MATMUL_TC_SPACE.candidates(problem(64, 64, 16))
+    assert small and all(p.block_m == p.block_n == 64 and p.block_k == 16 for p in small)
+
+
+@pytest.mark.slow
+def test_whole_space_on_one_shape() -> None:
+    prob = problem(96, 80, 48, bias=True)
+    for params in MATMUL_TC_SPACE.candidates(prob):
+        assert_matches(*run_on_emu(prob, params), prob.k)
+        if nvrtc_version() is not None:
+            source = lowered(prob, params).source
+            assert all(kernel_stats(source, arch, compiler="nvrtc")["mm_tc"].spill_bytes == 0
+                       for arch in ("sm_80", "sm_90")), params
+
+
+def test_a_random_candidate_matches_numpy() -> None:
+    prob = problem(128, 64, 96, bias=True)
+    params = random.Random(3).choice(MATMUL_TC_SPACE.candidates(prob))
+    assert_matches(*run_on_emu(prob, params, seed=3), prob.k)
