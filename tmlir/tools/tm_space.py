@@ -3,6 +3,7 @@
     tm-space matmul --m 1024 --n 1024 --k 1024            # a readable table
     tm-space matmul --m 257 --n 131 --k 75 --batch 4 --json
     tm-space matmul --m 1024 --n 1024 --k 1024 --pin 17    # candidate 17, to paste
+    tm-space matmul_tc --m 4096 --n 4096 --k 4096 --dtype bf16  # the tensor-core template
 
 Every valid candidate is compiled for the target (``--arch``, default sm_90) with
 ``ptxas -v`` — no GPU needed — and reported with its parameters, ``registers``,
@@ -10,7 +11,10 @@ Every valid candidate is compiled for the target (``--arch``, default sm_90) wit
 ``"default": true``. ``--json`` prints one JSON object per line per candidate.
 ``--pin INDEX`` compiles nothing: it prints candidate INDEX as the ``schedule`` attribute
 that pins it on a ``graph.matmul`` in IR and as the ``matmul`` option of
-``convert-graph-to-tm`` (see docs/schedules.md). User errors are one line, ``tm-space: error: ...``, and exit status 1.
+``convert-graph-to-tm`` (see docs/schedules.md). ``matmul_tc`` is the tensor-core template
+(f16 or bf16 operands, ``--dtype``; row-major, no batch): its candidates are built, lowered
+and compiled one after the other. User errors are one line, ``tm-space: error: ...``, and
+exit status 1.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulProblem
 from tmlir.schedules.pinned import option_text, schedule_attr_text
 from tmlir.tools.cli import ToolParser, one_line_failures, positive_int
 
-TEMPLATES = ("matmul",)
+TEMPLATES = ("matmul", "matmul_tc")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="compiler processes (default: CPU count)")
     parser.add_argument("--limit", type=positive_int, default=None,
                         help="compile only the first LIMIT candidates (and the default)")
+    parser.add_argument("--dtype", default="f16", choices=("f16", "bf16"),
+                        help="operand type of matmul_tc (default f16)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.add_argument("--pin", type=int, default=None, metavar="INDEX",
                         help="print candidate INDEX as the IR attribute and the pass option "
@@ -71,8 +77,42 @@ def pin_text(args: argparse.Namespace) -> str:
             f"-p 'convert-graph-to-tm{{matmul=\"{option_text(params)}\"}}'")
 
 
+def tc_rows(args: argparse.Namespace) -> list[dict]:
+    """Every valid candidate of the tensor-core template, built, lowered to CUDA C and
+    compiled with ptxas -v; NoTemplate (a ValueError) for a problem it does not cover."""
+    from xdsl.dialects.builtin import BFloat16Type, Float16Type, ModuleOp
+
+    from tmlir.backends.cuda_c import emit_cuda
+    from tmlir.backends.ptx import kernel_stats
+    from tmlir.passes.arith_simplify import ArithSimplify
+    from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu
+    from tmlir.passes.tm_lower_mappings import TmLowerMappings
+    from tmlir.registry import make_context
+    from tmlir.schedules.matmul_tc import MATMUL_TC_SPACE, check_problem, matmul_tc_kernel
+
+    if args.batch > 1 or args.trans_a or args.trans_b:
+        raise ValueError("matmul_tc takes row-major 2-D operands: no --batch, --trans-a or --trans-b")
+    problem, element = problem_of(args), Float16Type() if args.dtype == "f16" else BFloat16Type()
+    check_problem(problem, element)
+    out = []
+    for index, params in enumerate(MATMUL_TC_SPACE.candidates(problem)):
+        if args.limit is not None and index >= args.limit:
+            break
+        module = ModuleOp([matmul_tc_kernel("matmul_tc", problem, params, element)])
+        for p in (TmLowerMappings(), ConvertTmToGpu(), ArithSimplify()):
+            p.apply(make_context(), module)
+        s = kernel_stats(emit_cuda(module).source, args.arch)["matmul_tc"]
+        out.append({"index": index, "template": MATMUL_TC_SPACE.template, **params.describe(),
+                    "registers": s.registers, "spill_bytes": s.spill_bytes,
+                    "shared_bytes": s.shared_bytes, "default": False})
+    return out
+
+
 def rows(args: argparse.Namespace) -> list[dict]:
     from tmlir.tuning import matmul_candidates, ptxas_report
+
+    if args.template == "matmul_tc":
+        return tc_rows(args)
 
     problem = problem_of(args)
     candidates = matmul_candidates(problem)
@@ -92,24 +132,34 @@ def rows(args: argparse.Namespace) -> list[dict]:
 
 COLUMNS = ("index", "block_m", "block_n", "block_k", "threads", "block_warps", "warp_outer",
            "lanes", "thread_inner", "registers", "spill_bytes", "shared_bytes", "default")
+TC_COLUMNS = ("index", "block_m", "block_n", "block_k", "warps", "stages", "threads", "registers",
+              "spill_bytes", "shared_bytes")
 
 
 def print_table(table: list[dict], args: argparse.Namespace) -> None:
     shape = f"{args.batch} x " if args.batch > 1 else ""
     listed = "" if args.limit is None else " listed"
-    print(f"matmul_simt space for {shape}{args.m} x {args.n} x {args.k} on {args.arch}: "
+    template, columns = ("matmul_tc", TC_COLUMNS) if args.template == "matmul_tc" else ("matmul_simt", COLUMNS)
+    dtype = f" ({args.dtype})" if args.template == "matmul_tc" else ""
+    print(f"{template} space for {shape}{args.m} x {args.n} x {args.k}{dtype} on {args.arch}: "
           f"{len(table)}{listed} candidates, {sum(r['spill_bytes'] > 0 for r in table)} spill")
-    widths = {c: max(len(c), *(len(str(r[c])) for r in table)) for c in COLUMNS}
-    print("  ".join(c.rjust(widths[c]) for c in COLUMNS))
+    if not table:
+        return
+    widths = {c: max(len(c), *(len(str(r[c])) for r in table)) for c in columns}
+    print("  ".join(c.rjust(widths[c]) for c in columns))
     for r in table:
         cells = {**r, "default": "*" if r["default"] else ""}
-        print("  ".join(str(cells[c]).rjust(widths[c]) for c in COLUMNS))
+        print("  ".join(str(cells[c]).rjust(widths[c]) for c in columns))
 
 
 @one_line_failures("tm-space")
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.pin is not None:
+        if args.template == "matmul_tc":
+            print("tm-space: error: --pin applies to matmul: graph ops do not reach matmul_tc yet",
+                  file=sys.stderr)
+            return 1
         try:
             print(pin_text(args))
         except ValueError as exc:
@@ -120,6 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         table = rows(args)
     except CudaCompileError as exc:
         print(f"tm-space: error: {exc.summary}", file=sys.stderr)
+        return 1
+    except ValueError as exc:  # a problem the template does not cover (NoTemplate), bad flags
+        print(f"tm-space: error: {exc}", file=sys.stderr)
         return 1
     try:
         if args.json:
