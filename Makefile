@@ -19,7 +19,7 @@ demo: $(STAMP)
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python examples/demo.py examples/mlp.onnx
 
 test: $(STAMP)
-	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m pytest -q -n 2 tests
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m pytest -q -n 2 --dist worksteal tests
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/lit -sv tests/filecheck
 
 # The small Hugging Face models under examples/models/ (committed; remake them with this),

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tmlir.backends.emu import EmuError, EmuModule, compile_emu
-from tmlir.backends.emu.emu import CXX, CXXFLAGS, HEADER, _launch_wrapper
+from tmlir.backends.emu.emu import CXX, HEADER, _launch_wrapper, cxxflags
 from tmlir.backends.kernel_abi import KernelParam, KernelSignature
 
 HOST_GUARD = "#if defined(__CUDACC__) && !defined(__CUDACC_RTC__)"
@@ -224,7 +224,7 @@ def test_ucontext_fallback_matches(tmp_path: Path) -> None:
     """
     run_matmul(MATMUL, 20, 20, 20)
     library = tmp_path / "matmul_ucontext.so"
-    subprocess.run([CXX, *CXXFLAGS, "-DTMLIR_EMU_UCONTEXT", "-include", str(HEADER), "-x", "c++",
+    subprocess.run([CXX, *cxxflags(), "-DTMLIR_EMU_UCONTEXT", "-include", str(HEADER), "-x", "c++",
                     "-", "-o", str(library)], input=MATMUL + _launch_wrapper(MATMUL_SIG),
                    text=True, check=True)
     m, n, k = 40, 24, 50
@@ -395,9 +395,9 @@ def test_precompiled_header_is_built_once_and_optional(isolated_cache: Path,
     the plain header is included and kernels still compile."""
     from tmlir.backends.emu import emu
 
-    first = emu._precompiled_header(emu.emu_header())
+    first = emu._precompiled_header(emu.emu_header(), emu.cxxflags())
     assert first.parent.parent == isolated_cache and first.with_suffix(".h.gch").is_file()
-    assert emu._precompiled_header(emu.emu_header()) == first
+    assert emu._precompiled_header(emu.emu_header(), emu.cxxflags()) == first
     monkeypatch.setenv("TMLIR_CACHE_DIR", str(isolated_cache / "other"))
 
     run = subprocess.run
@@ -408,8 +408,32 @@ def test_precompiled_header_is_built_once_and_optional(isolated_cache: Path,
         return run(cmd, *args, **kwargs)
 
     monkeypatch.setattr(emu.subprocess, "run", header_fails)
-    assert emu._precompiled_header(emu.emu_header()) == HEADER
+    assert emu._precompiled_header(emu.emu_header(), emu.cxxflags()) == HEADER
     module = compile_emu(VADD, [VADD_SIG])
     a, b, c = (np.arange(8, dtype=np.float32) for _ in range(3))
     module.launch("vadd", 1, 8, [a, b, c, 8])
     np.testing.assert_array_equal(c, 2 * a)
+
+
+def test_optimization_level_comes_from_the_environment(isolated_cache: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """$TMLIR_EMU_OPT replaces -O2 (unset: CXXFLAGS as is), each level builds its own
+    cached module with the same results, and a bad level is one clear error."""
+    from tmlir.backends.emu import emu
+
+    monkeypatch.delenv(emu.OPT_ENV, raising=False)
+    assert emu.cxxflags() == emu.CXXFLAGS and "-O2" in emu.CXXFLAGS
+    paths = set()
+    for level in ("0", "2"):
+        monkeypatch.setenv(emu.OPT_ENV, level)
+        assert f"-O{level}" in emu.cxxflags() and len(emu.cxxflags()) == len(emu.CXXFLAGS)
+        with compile_emu(VADD, [VADD_SIG]) as module:
+            a, b, c = (np.arange(8, dtype=np.float32) for _ in range(3))
+            module.launch("vadd", 1, 8, [a, b, c, 8])
+            np.testing.assert_array_equal(c, 2 * a)
+            paths.add(module.path)
+    assert len(paths) == 2
+    monkeypatch.setenv(emu.OPT_ENV, "fast")
+    with pytest.raises(EmuError, match=r"^\$TMLIR_EMU_OPT='fast' is not an optimization level; "
+                                       r"expected one of 0, 1, 2, 3, s$"):
+        compile_emu(VADD, [VADD_SIG])

@@ -68,3 +68,19 @@ def test_model_matches_onnxruntime(name, fusion):
         text = ptx.compile_ptx(session.program.source, "sm_90")
         kernels = sorted(k.signature.name for k in session.program.kernels)
         assert sorted(ptx.ptx_kernel_names(text)) == kernels
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_model_built_at_the_users_optimization_level(name, monkeypatch):
+    """The suite builds emu kernels at -O0 (tests/conftest.py) to compile faster; users get
+    -O2 (`TMLIR_EMU_OPT` unset). Each model, fused, also runs built at -O2 and must give
+    the -O0 outputs bit for bit: the optimizer changes no result (and exposes no undefined
+    behaviour in the emitted CUDA C or the emu header)."""
+    path = MODELS / MANIFEST[name]["file"]
+    inputs = feed(name)
+    outputs = []
+    for level in ("0", "2"):
+        monkeypatch.setenv("TMLIR_EMU_OPT", level)
+        outputs.append(tmlir.InferenceSession(path, device="emu").run(None, inputs))
+    for at_o0, at_o2 in zip(*outputs, strict=True):
+        np.testing.assert_array_equal(at_o2, at_o0)

@@ -18,6 +18,11 @@ A loaded module keeps its fiber stacks (two memory mappings each) for reuse by l
 launches. `EmuModule.close()` -- also run when the module is garbage collected or leaves a
 `with` block -- unmaps them and unloads the shared object, so a process may load thousands
 of modules (a tuner does) without running out of `vm.max_map_count`.
+
+``$TMLIR_EMU_OPT`` sets g++'s optimization level (``0``, ``1``, ``2``, ``3``, ``s``;
+default ``2``): the test suite uses ``0``, which compiles a small module in about half
+the time of ``2`` with the same results (x86-64 SSE arithmetic rounds alike at every
+level), while a large model's kernels run several times slower.
 """
 
 from __future__ import annotations
@@ -55,6 +60,9 @@ CXX = "g++"
 # Stack-clash protection probes every page of a large stack frame, so a fiber overflowing its
 # stack with big local arrays hits its guard page instead of jumping past it.
 CXXFLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-fstack-clash-protection")
+#: Environment variable: g++'s optimization level for emu builds, in place of CXXFLAGS' -O2.
+OPT_ENV = "TMLIR_EMU_OPT"
+OPT_LEVELS = ("0", "1", "2", "3", "s")
 
 #: numpy dtype of the element a pointer parameter points to, by C element type.
 POINTER_DTYPES = kernel_abi.POINTER_DTYPES
@@ -103,8 +111,9 @@ def compile_emu(source: str, kernels: Sequence[KernelSignature],
 
         source = sanitizer.instrument(source, kernels)
         header = sanitizer.checked_header(header, CHECK_HEADER.read_text())
-    key = cache_key(source, wrappers, CXX, *CXXFLAGS, header, _compiler_version(CXX))
-    path = cached_file(key, ".so", lambda out: _build(f"{source}\n{wrappers}", header, out))
+    flags = cxxflags()
+    key = cache_key(source, wrappers, CXX, *flags, header, _compiler_version(CXX))
+    path = cached_file(key, ".so", lambda out: _build(f"{source}\n{wrappers}", header, out, flags))
     return sanitizer.CheckedEmuModule(path, kernels) if check else EmuModule(path, kernels)
 
 
@@ -276,11 +285,23 @@ def _compiler_version(cxx: str) -> str:
     return result.stdout
 
 
-def _precompiled_header(header: str) -> Path:
+def cxxflags() -> tuple[str, ...]:
+    """CXXFLAGS with the optimization level of ``$TMLIR_EMU_OPT`` (unset: CXXFLAGS as is);
+    an EmuError naming the variable and the levels it takes when it holds anything else."""
+    level = os.environ.get(OPT_ENV, "").strip()
+    if not level:
+        return CXXFLAGS
+    if level not in OPT_LEVELS:
+        raise EmuError(f"${OPT_ENV}={level!r} is not an optimization level; expected one of "
+                       f"{', '.join(OPT_LEVELS)}")
+    return tuple(f"-O{level}" if flag.startswith("-O") else flag for flag in CXXFLAGS)
+
+
+def _precompiled_header(header: str, build_flags: tuple[str, ...]) -> Path:
     """The header to force-include: a copy of `tmlir_emu.h` beside its precompiled form in
     the cache (g++ takes ``<name>.gch`` for ``-include <name>``), built on first use in a
     temporary folder renamed into place; the plain header where that fails."""
-    flags = tuple(f for f in CXXFLAGS if f != "-shared")
+    flags = tuple(f for f in build_flags if f != "-shared")
     key = cache_key("emu-pch", header, CXX, *flags, _compiler_version(CXX))
     folder = cache_dir() / f"{key}.pch"
     if cached_path(key, ".pch") is not None:  # checked against its record
@@ -300,13 +321,13 @@ def _precompiled_header(header: str) -> Path:
     return folder / "tmlir_emu.h" if (folder / "tmlir_emu.h.gch").is_file() else HEADER
 
 
-def _build(code: str, header: str, out: Path) -> None:
-    """Compile `code` (CUDA C plus wrappers) into the shared object `out`, force-including
-    `header` (the text of tmlir_emu.h, precompiled where possible)."""
-    include = ["-include", str(_precompiled_header(header))]
+def _build(code: str, header: str, out: Path, flags: tuple[str, ...] = CXXFLAGS) -> None:
+    """Compile `code` (CUDA C plus wrappers) with `flags` into the shared object `out`,
+    force-including `header` (the text of tmlir_emu.h, precompiled where possible)."""
+    include = ["-include", str(_precompiled_header(header, flags))]
     if include[1] == str(HEADER) and header != HEADER.read_text():  # a sanitizer build, no PCH
         code, include = f"{header}\n{code}", []
-    cmd = [CXX, *CXXFLAGS, *include, "-x", "c++", "-", "-o", str(out)]
+    cmd = [CXX, *flags, *include, "-x", "c++", "-", "-o", str(out)]
     try:
         result = subprocess.run(cmd, input=code, capture_output=True, text=True)
     except OSError as exc:
