@@ -47,6 +47,7 @@ from tmlir.backends.cuda_types import (  # noqa: F401  (c_type, float_literal: t
     unsigned_constant,
 )
 from tmlir.backends.kernel_abi import KernelParam, KernelSignature
+from tmlir.backends.tensor_core import tensor_core_call
 from tmlir.dialects import tmgpu
 from tmlir.ir.arith_ext import RemFOp
 from tmlir.ir.diagnostics import attach_op
@@ -311,7 +312,7 @@ class _KernelPrinter:
                                      f"{_strip(self.expr(op.value))}, {op.offset.data}{width})")
             case tmgpu.MmaOp() | tmgpu.LdmatrixOp() | tmgpu.CpAsyncOp() | tmgpu.CpAsyncCommitOp() \
                     | tmgpu.CpAsyncWaitOp():  # warp- or thread-level statements, in program order
-                self.emit(self.tensor_core_call(op))
+                self.emit(tensor_core_call(op, self.access, self.c_type))
             case memref.LoadOp():
                 if not self.inlined(op.res):
                     self.bind(op.res, self.access(op.memref, op.indices))
@@ -328,34 +329,6 @@ class _KernelPrinter:
                 raise CudaEmitError(f"the CUDA printer does not support '{op.name}' in a kernel")
 
     _yield_targets: tuple[str, ...] = ()
-
-    def tensor_core_call(self, op: Operation) -> str:
-        """The call of the prelude's tensor-core function (tmlir.ir.tensor_core_ops): a
-        fragment is its C array (``acc[mi][ni]`` for one of an array of them), word
-        fragments pass as ``unsigned*``; shared and global operands by address."""
-
-        def words(buffer: SSAValue, indices, const: bool = True) -> str:
-            array = self.access(buffer, indices)
-            if self.c_type(buffer.type.element_type) == "unsigned int":
-                return array
-            return f"({'const ' if const else ''}unsigned*){array}"
-
-        match op:
-            case tmgpu.MmaOp():
-                return (f"tmlir_mma_{op.shape.data}_{op.dtype.data}({self.access(op.d, op.d_indices)}, "
-                        f"{words(op.a, op.a_indices)}, {words(op.b, op.b_indices)}, "
-                        f"{self.access(op.c, op.c_indices)});")
-            case tmgpu.LdmatrixOp():
-                suffix = "_trans" if op.trans is not None else ""
-                return (f"tmlir_ldmatrix_x{op.num.data}{suffix}({words(op.frag, op.frag_indices, False)}, "
-                        f"&{self.access(op.smem, op.smem_indices)});")
-            case tmgpu.CpAsyncOp():
-                return (f"tmlir_cp_async<{op.bytes.data}>(&{self.access(op.dst, op.dst_indices)}, "
-                        f"&{self.access(op.src, op.src_indices)});")
-            case tmgpu.CpAsyncCommitOp():
-                return "tmlir_cp_async_commit();"
-        assert isinstance(op, tmgpu.CpAsyncWaitOp)
-        return f"tmlir_cp_async_wait<{op.pending.data}>();"
 
     def print_for(self, op: scf.ForOp) -> None:
         if op.iter_args:

@@ -12,11 +12,18 @@ are warp-collective emulations. For example::
     prelude_for("tmlir_cp_async<16>(s, g); tmlir_cp_async_commit(); ...")
 
 returns the three cp.async definitions wrapped in one ``#ifndef TMLIR_EMU`` block.
+`tensor_core_call` is the other side: the CUDA printer's call of a primitive for a
+``tmgpu`` tensor-core op.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
+
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from tmlir.dialects import tmgpu
 
 _MMA = """\
 __device__ __forceinline__ void tmlir_mma_m16n8k16_{ab}(float d[4], const unsigned a[4], const unsigned b[2],
@@ -106,3 +113,34 @@ def prelude_for(source: str) -> str:
     if not used:
         return ""
     return _HEADER + "".join(DEFINITIONS[name] for name in used) + "#endif  // TMLIR_EMU\n"
+
+
+def tensor_core_call(op: Operation, access: Callable[[SSAValue, Sequence[SSAValue]], str],
+                     c_type: Callable[[Attribute], str]) -> str:
+    """The CUDA C statement calling the primitive a ``tmgpu`` tensor-core op stands for
+    (tmlir.ir.tensor_core_ops), with the printer's `access` (a buffer at indices as C text)
+    and `c_type`: a fragment is its C array (``acc[mi][ni]`` for one of an array of them),
+    word fragments pass as ``unsigned*``; shared and global operands by address."""
+
+    def words(buffer: SSAValue, indices, const: bool = True) -> str:
+        array = access(buffer, indices)
+        if c_type(buffer.type.element_type) == "unsigned int":
+            return array
+        return f"({'const ' if const else ''}unsigned*){array}"
+
+    match op:
+        case tmgpu.MmaOp():
+            return (f"tmlir_mma_{op.shape.data}_{op.dtype.data}({access(op.d, op.d_indices)}, "
+                    f"{words(op.a, op.a_indices)}, {words(op.b, op.b_indices)}, "
+                    f"{access(op.c, op.c_indices)});")
+        case tmgpu.LdmatrixOp():
+            suffix = "_trans" if op.trans is not None else ""
+            return (f"tmlir_ldmatrix_x{op.num.data}{suffix}({words(op.frag, op.frag_indices, False)}, "
+                    f"&{access(op.smem, op.smem_indices)});")
+        case tmgpu.CpAsyncOp():
+            return (f"tmlir_cp_async<{op.bytes.data}>(&{access(op.dst, op.dst_indices)}, "
+                    f"&{access(op.src, op.src_indices)});")
+        case tmgpu.CpAsyncCommitOp():
+            return "tmlir_cp_async_commit();"
+    assert isinstance(op, tmgpu.CpAsyncWaitOp)
+    return f"tmlir_cp_async_wait<{op.pending.data}>();"
