@@ -41,7 +41,6 @@ from tmlir.ir.pass_options import PassOptionError, parse_passes
 from tmlir.ir.pipeline import expand_pipeline
 from tmlir.ir.ssa import LocatingParser, describe, offset_spans, verify_module
 from tmlir.registry import project_dialects, project_passes, project_targets
-from tmlir.schedules.pinned import verify_schedules
 from tmlir.tools.cli import one_line_failures
 from tmlir.tools.opt_diagnostics import render, run_verifying
 from tmlir.tools.opt_help import add_help_arguments
@@ -170,7 +169,10 @@ class TmOptMain(xDSLOptMain):
             self.op_spans = offset_spans(self.op_spans, start_offset)
         if module is not None and not self.args.disable_verify:
             verify_module(module, self.op_spans)
-            verify_schedules(module)
+            if any("schedule" in op.attributes for op in module.walk()):  # pinned.SCHEDULE_ATTR; loaded lazily
+                from tmlir.schedules.pinned import verify_schedules
+
+                verify_schedules(module)
         return module
 
 
