@@ -55,8 +55,14 @@ def run_on_emu(prob: MatmulProblem, params: MatmulTcParams, element: Attribute =
     grid, block = params.blocks(prob), params.threads
     with compile_emu(program.source, [k.signature for k in program.kernels]) as emu:
         emu.launch("mm_tc", grid, block, [a, b, *([bias] if bias is not None else []), c])
-    want = a.astype(np.float64) @ b.astype(np.float64)
-    return c, want + bias if bias is not None else want
+    return c, reference(prob, a, b, bias)
+
+
+def reference(prob: MatmulProblem, a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """``alpha * a @ op(b) + beta * bias`` in float64."""
+    rhs = b.astype(np.float64)
+    want = prob.alpha * (a.astype(np.float64) @ (rhs.swapaxes(-1, -2) if prob.transpose_rhs else rhs))
+    return want + prob.beta * bias if bias is not None else want
 
 
 def assert_matches(c: np.ndarray, want: np.ndarray, k: int) -> None:
@@ -84,6 +90,23 @@ def test_bf16_operands_match_numpy() -> None:
     assert_matches(*run_on_emu(prob, MatmulTcParams(64, 64, 16, (2, 2), 3), BFloat16Type()), prob.k)
 
 
+GENERAL = [  # batch broadcasting, B stored N x K, bias broadcasting, alpha and beta
+    pytest.param(MatmulProblem((2, 3, 40, 64), (3, 64, 48), (2, 3, 40, 48), (48,)),
+                 MatmulTcParams(64, 64, 32, (2, 2), 3), id="batch-2x3-rhs-broadcast"),
+    pytest.param(MatmulProblem((2, 50, 32), (1, 44, 32), (2, 50, 44), (50, 1), transpose_rhs=True,
+                               alpha=0.5, beta=2.0),
+                 MatmulTcParams(64, 64, 16, (2, 2), 2), id="rhs-NxK-N44-alpha-beta"),
+    pytest.param(MatmulProblem((96, 64), (72, 64), (96, 72), (96, 72), transpose_rhs=True),
+                 MatmulTcParams(64, 64, 32, (2, 2), 4), id="gemm-transB-full-bias"),
+]
+
+
+@pytest.mark.parametrize(("prob", "params"), GENERAL)
+def test_batched_transposed_and_scaled_problems_match_numpy(prob: MatmulProblem, params: MatmulTcParams) -> None:
+    assert MATMUL_TC_SPACE.first_violation(params, prob) is None
+    assert_matches(*run_on_emu(prob, params, seed=3), prob.k)
+
+
 def test_missing_cp_async_wait_gives_a_wrong_result() -> None:
     prob, params = problem(64, 64, 64), MatmulTcParams(64, 64, 16, (2, 2), 3)
     c, want = run_on_emu(prob, params, wait=False)
@@ -97,7 +120,7 @@ def test_candidates_compile_for_sm80_and_sm90_without_spills(prob: MatmulProblem
     for arch in ("sm_80", "sm_90"):
         stats = kernel_stats(source, arch, compiler="nvrtc")["mm_tc"]
         assert stats.spill_bytes == 0 and stats.local_bytes == 0, (arch, stats)
-        assert stats.shared_bytes == params.shared_bytes()
+        assert stats.shared_bytes == params.shared_bytes(prob)
         assert stats.registers <= 255
 
 
@@ -109,6 +132,26 @@ def test_shapes_the_copies_cannot_cover_are_refused(shape: tuple[int, int, int],
     with pytest.raises(NoTemplate, match=message) as info:
         matmul_tc_kernel("mm_tc", problem(*shape), MatmulTcParams())
     assert "x".join(map(str, shape)) in str(info.value)
+
+
+def test_transposed_b_needs_only_k_a_multiple_of_8_and_transposed_a_is_refused() -> None:
+    matmul_tc_kernel("mm_tc", MatmulProblem((64, 64), (36, 64), (64, 36), transpose_rhs=True), MatmulTcParams())
+    with pytest.raises(NoTemplate, match="needs K multiples of 8"):
+        matmul_tc_kernel("mm_tc", MatmulProblem((64, 60), (36, 60), (64, 36), transpose_rhs=True),
+                         MatmulTcParams())
+    with pytest.raises(NoTemplate, match="not transposed"):
+        matmul_tc_kernel("mm_tc", MatmulProblem((64, 64), (64, 64), (64, 64), transpose_lhs=True),
+                         MatmulTcParams())
+
+
+def test_default_params_are_valid_and_grow_with_the_problem() -> None:
+    from tmlir.schedules.matmul_tc import default_params
+    for shape in [(16, 16, 16), (64, 64, 64), (512, 512, 512), (4096, 4096, 4096), (8, 4096, 4096)]:
+        prob = problem(*shape)
+        chosen = default_params(prob)
+        assert MATMUL_TC_SPACE.first_violation(chosen, prob) is None, (shape, chosen)
+    assert default_params(problem(4096, 4096, 4096)).block_m * default_params(problem(4096, 4096, 4096)).block_n \
+        > default_params(problem(256, 256, 256)).block_m * default_params(problem(256, 256, 256)).block_n
 
 
 def test_float32_operands_are_refused() -> None:

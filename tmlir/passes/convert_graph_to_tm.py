@@ -83,6 +83,7 @@ class _Lowering:
     destination: dict[SSAValue, SSAValue]
     kernels: dict[Hashable, tuple[str, tuple[int, ...]] | None]
     tuned: TunedParams | None = None
+    arch: str = "sm_90"
 
     def kernel_name(self, op: Operation) -> str:
         kind = "copy" if isinstance(op, func.ReturnOp) else op.name.split(".")[-1]
@@ -125,9 +126,9 @@ class _Lowering:
             group = failing_op(exc) or members[0].parent_op()
             assert group is not None
             raise OpError(group, f"convert-graph-to-tm: '{group.name}': {exc}") from exc
-        pinned = pinned_params(anchor)
+        pinned = pinned_params(anchor, self.arch)
         try:
-            kernel = kernel_for(self.kernel_name(anchor), anchor, self.tuned, pinned)
+            kernel = kernel_for(self.kernel_name(anchor), anchor, self.tuned, pinned, self.arch)
             if kernel is None:  # the result has no elements
                 self.kernels[key] = None
                 return
@@ -189,7 +190,8 @@ class ConvertGraphToTm(ModulePass):
     target_device: str = ""
     """The GPU the code is for, as cuDeviceGetName names it; empty: no tuning records."""
     target_arch: str = "sm_90"
-    """The compute capability the tuning records are looked up for."""
+    """The compute capability the code is for: the tuning records are looked up for it,
+    and a matmul on f16/bf16 operands runs on tensor cores from sm_80 on."""
     tuning_records: str = ""
     """The tuning records file (default: $TMLIR_TUNING_RECORDS, else the cache's)."""
     matmul: str = ""
@@ -215,7 +217,7 @@ class ConvertGraphToTm(ModulePass):
         numbers = itertools.count()
         kernels: dict[Hashable, tuple[str, tuple[int, ...]] | None] = {}
         try:
-            verify_schedules(op)
+            verify_schedules(op, self.target_arch)
         except OpError as exc:
             raise OpError(exc.op, f"convert-graph-to-tm: {exc.message}") from None
         constant = next((c for c in op.walk() if isinstance(c, graph.ConstantOp)), None)
@@ -232,12 +234,12 @@ class ConvertGraphToTm(ModulePass):
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
             signature = (*function.function_type.inputs, *function.function_type.outputs)
             if any(isinstance(t, TensorType) for t in signature):
-                _convert_function(function, numbers, kernels, tuned)
+                _convert_function(function, numbers, kernels, tuned, self.target_arch)
 
 
 def _convert_function(function: func.FuncOp, numbers: Iterator[int],
                       kernels: dict[Hashable, tuple[str, tuple[int, ...]] | None],
-                      tuned: TunedParams | None = None) -> None:
+                      tuned: TunedParams | None = None, arch: str = "sm_90") -> None:
     old = function.body.block
     ret = old.last_op
     assert isinstance(ret, func.ReturnOp)
@@ -262,7 +264,7 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int],
         if isinstance(value.owner, Operation) and not isinstance(value.owner, graph.WeightOp):
             destination.setdefault(value, arg)
     state = _Lowering(function, IRBuilder.at_end(new_block), numbers, {}, destination,
-                      kernels, tuned)
+                      kernels, tuned, arch)
     for prev, new in zip(old.args, new_block.args):
         state.buffers[prev] = state.view(new, prev)
 

@@ -52,6 +52,23 @@ def _host_view(arena: np.ndarray, offset: int, shape: tuple[int, ...], dtype: st
     return arena[offset:offset + count * dtype_.itemsize].view(dtype_).reshape(shape)
 
 
+#: Byte alignment emu gives every buffer a kernel sees: the widest access a kernel makes
+#: (a 16-byte ``cp.async`` or vector load) needs it, and device buffers have at least it.
+EMU_ALIGNMENT = 16
+
+
+def aligned(array: np.ndarray) -> np.ndarray:
+    """`array` itself if its data starts on `EMU_ALIGNMENT` bytes, else an aligned copy
+    (a weight read from an ONNX file, or a user's view, may start anywhere)."""
+    if array.ctypes.data % EMU_ALIGNMENT == 0:
+        return array
+    raw = np.empty(array.nbytes + EMU_ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % EMU_ALIGNMENT
+    copy = raw[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
+    copy[...] = array
+    return copy
+
+
 class EmuRunner:
     """One compiled variant on emu: temps in one host arena (see `MemoryPlan`).
 
@@ -66,7 +83,7 @@ class EmuRunner:
                  plan: MemoryPlan, fill: int | None = None) -> None:
         self.program, self.weights, self.module, self.plan = program, weights, module, plan
         self.fill = fill
-        self.weight_slots = {i: np.ascontiguousarray(weights[buf.source], buf.dtype).reshape(buf.shape)
+        self.weight_slots = {i: aligned(np.ascontiguousarray(weights[buf.source], buf.dtype).reshape(buf.shape))
                              for i, buf in enumerate(program.buffers) if buf.kind == "weight"}
         self._lock = threading.Lock()
         self._free = [self._workspace()]
@@ -74,7 +91,7 @@ class EmuRunner:
     def _workspace(self) -> tuple[np.ndarray, list[np.ndarray | None]]:
         """A fresh arena and the slot of every buffer in it (weights shared, inputs and
         outputs None: given per run)."""
-        arena = np.empty(self.plan.arena_bytes, np.uint8)
+        arena = aligned(np.empty(self.plan.arena_bytes, np.uint8))
         if self.fill is not None:
             arena.fill(self.fill)
         slots: list[np.ndarray | None] = []
@@ -102,9 +119,9 @@ class EmuRunner:
             outputs = {}
             for i, buf in enumerate(self.program.buffers):
                 if buf.kind == "input":
-                    arrays[i] = inputs[i]
+                    arrays[i] = aligned(inputs[i])
                 elif buf.kind == "output":
-                    arrays[i] = outputs[i] = np.zeros(buf.shape, buf.dtype)
+                    arrays[i] = outputs[i] = aligned(np.zeros(buf.shape, buf.dtype))
             launches = self.program.launches
             for launch in progress(launches, "running on emu", len(launches), "kernel"):
                 self.module.launch(launch.kernel, launch.grid, launch.block,

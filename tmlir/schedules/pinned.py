@@ -9,7 +9,9 @@ keyed by the names ``tm-space`` prints (integers as integers, pairs as
 
 or the text of a ``convert-graph-to-tm`` option, the same parameters as ``name=value``
 words (pairs as ``AxB``): ``matmul="block_warps=2x2 lanes=8x4 block_k=16"``. Out: the
-template's parameter object (`MatmulSimtParams`), or one line naming the op and the
+template's parameter object (`MatmulSimtParams`, or `MatmulTcParams` for a matmul on
+tensor cores: ``{schedule = {block_m = 64, block_n = 64, block_k = 32, warps = array<i64:
+2, 2>, stages = 3}}``), or one line naming the op and the
 parameter that is wrong. A parameter left out takes its value from the template's default
 candidate for the op's problem; a name the space does not have, a value of the wrong type
 or outside the space's choices, and a candidate that breaks one of its constraints for
@@ -25,7 +27,7 @@ before converting anything, and a driver may run it right after parsing.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, IntegerAttr, IntegerType
 from xdsl.ir import Attribute, Operation
@@ -34,14 +36,20 @@ from tmlir.dialects import graph
 from tmlir.ir.diagnostics import OpError
 from tmlir.schedules.conv2d import Conv2dProblem
 from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulProblem, MatmulSimtParams
+from tmlir.schedules.matmul_tc import MATMUL_TC_SPACE, default_params
 from tmlir.schedules.space import Space, value_text
-from tmlir.schedules.templates import TunableProblem, tunable_problem
+from tmlir.schedules.templates import DEFAULT_ARCH, TemplateParams, TunableProblem, tunable_problem
 
 #: The attribute of a graph op naming its schedule's parameters.
 SCHEDULE_ATTR = "schedule"
-#: The space of each tunable template (both take `MatmulSimtParams` on a GEMM problem).
-SPACES: dict[str, Space[MatmulSimtParams]] = {
-    "matmul_simt": MATMUL_SIMT_SPACE, "conv2d_implicit_gemm": MATMUL_SIMT_SPACE,
+#: The space of each tunable template (the SIMT ones take `MatmulSimtParams` on a GEMM
+#: problem, the tensor-core matmul `MatmulTcParams`), and its default for a GEMM problem.
+SPACES: dict[str, Space] = {
+    "matmul_simt": MATMUL_SIMT_SPACE, "conv2d_implicit_gemm": MATMUL_SIMT_SPACE, "matmul_tc": MATMUL_TC_SPACE,
+}
+DEFAULTS: dict[str, Callable[[MatmulProblem], TemplateParams]] = {
+    "matmul_simt": MatmulSimtParams.default_for, "conv2d_implicit_gemm": MatmulSimtParams.default_for,
+    "matmul_tc": default_params,
 }
 #: The ``convert-graph-to-tm`` option that changes each template's defaults.
 OPTIONS = {"matmul_simt": "matmul", "conv2d_implicit_gemm": "conv"}
@@ -53,20 +61,20 @@ def gemm_problem(problem: TunableProblem) -> MatmulProblem:
     return problem.gemm if isinstance(problem, Conv2dProblem) else problem
 
 
-def resolve(template: str, problem: TunableProblem, values: Values) -> MatmulSimtParams:
+def resolve(template: str, problem: TunableProblem, values: Values) -> TemplateParams:
     """The default candidate of `template` for `problem` with `values` in place, checked
     (ValueError naming the parameter or the broken constraint)."""
     gemm = gemm_problem(problem)
-    return SPACES[template].pin(MatmulSimtParams.default_for(gemm), values, gemm)
+    return SPACES[template].pin(DEFAULTS[template](gemm), values, gemm)
 
 
-def values_from_attr(attr: Attribute) -> dict[str, int | tuple[int, ...]]:
+def values_from_attr(attr: Attribute, space: Space = MATMUL_SIMT_SPACE) -> dict[str, int | tuple[int, ...]]:
     """The parameters of a ``schedule`` attribute; ValueError for a wrong type."""
     if not isinstance(attr, DictionaryAttr):
         raise ValueError(f"expects a dictionary of parameters, got {attr}")
     values: dict[str, int | tuple[int, ...]] = {}
     for name, value in attr.data.items():
-        pair = _is_pair(name)
+        pair = _is_pair(name, space)
         if isinstance(value, IntegerAttr) and isinstance(value.type, IntegerType) and not pair:
             values[name] = value.value.data
         elif isinstance(value, DenseArrayBase) and isinstance(value.elt_type, IntegerType) and pair:
@@ -77,15 +85,15 @@ def values_from_attr(attr: Attribute) -> dict[str, int | tuple[int, ...]]:
     return values
 
 
-def _is_pair(name: str) -> bool:
-    """Whether parameter `name` takes a pair; ValueError for a name the space does not
-    have (a derived quantity such as ``block_m`` says what to pin instead)."""
-    param = MATMUL_SIMT_SPACE.param(name)
+def _is_pair(name: str, space: Space = MATMUL_SIMT_SPACE) -> bool:
+    """Whether parameter `name` of `space` takes a pair; ValueError for a name the space
+    does not have (a derived quantity such as ``block_m`` says what to pin instead)."""
+    param = space.param(name)
     if param is None:
-        if name in MatmulSimtParams().describe():
-            free = ", ".join(p.name for p in MATMUL_SIMT_SPACE.params)
+        if space is MATMUL_SIMT_SPACE and name in MatmulSimtParams().describe():
+            free = ", ".join(p.name for p in space.params)
             raise ValueError(f"'{name}' is derived from the parameters, not one of them (pin {free})")
-        MATMUL_SIMT_SPACE.check_values({name: None})  # unknown: raises, with did-you-mean
+        space.check_values({name: None})  # unknown: raises, with did-you-mean
     assert param is not None
     return isinstance(param.choices[0], tuple)
 
@@ -119,9 +127,10 @@ def check_option(template: str, text: str) -> dict[str, int | tuple[int, ...]]:
     return values
 
 
-def pinned_params(op: Operation) -> MatmulSimtParams | None:
-    """The parameters pinned on `op` by its ``schedule`` attribute, None without one;
-    OpError (``'<op>': schedule: ...``) for an invalid pin or an op that has none to pin."""
+def pinned_params(op: Operation, arch: str = DEFAULT_ARCH) -> TemplateParams | None:
+    """The parameters pinned on `op` by its ``schedule`` attribute for the template that
+    builds it on `arch`, None without one; OpError (``'<op>': schedule: ...``) for an
+    invalid pin or an op that has none to pin."""
     attr = op.attributes.get(SCHEDULE_ATTR)
     if attr is None:
         return None
@@ -129,7 +138,7 @@ def pinned_params(op: Operation) -> MatmulSimtParams | None:
         raise OpError(op, f"'{op.name}': schedule: put the schedule on the group's anchor "
                           "(its matmul or convolution), not on the group")
     try:
-        tunable = tunable_problem(op)
+        tunable = tunable_problem(op, arch)
     except ValueError as exc:
         raise OpError(op, f"'{op.name}': {exc}") from exc
     if tunable is None:
@@ -137,23 +146,24 @@ def pinned_params(op: Operation) -> MatmulSimtParams | None:
                           "(schedules pin graph.matmul and 2-D graph.conv on implicit GEMM)")
     template, problem = tunable
     try:
-        return resolve(template, problem, values_from_attr(attr))
+        return resolve(template, problem, values_from_attr(attr, SPACES[template]))
     except ValueError as exc:
         raise OpError(op, f"'{op.name}': schedule: {exc}") from exc
 
 
-def verify_schedules(root: Operation) -> None:
-    """Check every ``schedule`` attribute under `root` (`pinned_params`): OpError for the
-    first invalid one."""
+def verify_schedules(root: Operation, arch: str = DEFAULT_ARCH) -> None:
+    """Check every ``schedule`` attribute under `root` (`pinned_params` on `arch`): OpError
+    for the first invalid one."""
     for op in root.walk():
         if SCHEDULE_ATTR in op.attributes:
-            pinned_params(op)
+            pinned_params(op, arch)
 
 
-def schedule_attr_text(params: MatmulSimtParams) -> str:
+def schedule_attr_text(params: TemplateParams) -> str:
     """The attribute that pins `params`, to paste into an op's attribute dictionary."""
     fields = []
-    for p in MATMUL_SIMT_SPACE.params:
+    space = MATMUL_SIMT_SPACE if isinstance(params, MatmulSimtParams) else MATMUL_TC_SPACE
+    for p in space.params:
         value = getattr(params, p.name)
         fields.append(f"{p.name} = array<i64: {value[0]}, {value[1]}>" if isinstance(value, tuple)
                       else f"{p.name} = {value}")

@@ -19,7 +19,8 @@ read widened to f32 and written rounded (``common.half_arguments``); f64 tensors
 =====================================  ==================================================
 graph op                               template
 =====================================  ==================================================
-``matmul``                             ``matmul_simt.py`` (double-buffered SIMT GEMM)
+``matmul``                             ``matmul_tc.py`` (tensor cores: f16/bf16 operands,
+                                       sm_80+), else ``matmul_simt.py`` (SIMT GEMM)
 elementwise, logic, ``where``, cast    ``elementwise.py`` (one thread per element)
 reductions, softmax, layer norm, pools ``reduction_ops.py`` → ``reduce.py``, ``pool.py``
 ``lp_pool``, ``lrn``                   ``normalization.py`` → ``pool.py``, LRN (per element)
@@ -36,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from tmlir import dtypes
 from tmlir.dialects import graph, tm
@@ -55,7 +56,9 @@ from tmlir.schedules.common import half_arguments
 from tmlir.schedules.conv import conv_problem
 from tmlir.schedules.conv2d import Conv2dProblem, conv2d_kernel
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
+from tmlir.schedules.matmul_tc import PROLOGUE_FREE, check_problem, default_params, matmul_tc_kernel
 from tmlir.schedules.registry import NoTemplate, kernel_builder
+from tmlir.schedules.tc_gemm import MatmulTcParams
 
 FAMILIES = (conv, data_movement, elementwise_functions, indexing, normalization, pool_indices,
             recurrent, reduction_ops)
@@ -89,14 +92,27 @@ def check_element_types(op: Operation) -> None:
 
 
 TunableProblem = MatmulProblem | Conv2dProblem
+TemplateParams = MatmulSimtParams | MatmulTcParams
 #: Recorded parameters for a tunable kernel, given its template name and problem (see
 #: `tunable_problem`); None to use the template's default.
-TunedParams = Callable[[str, TunableProblem], MatmulSimtParams | None]
+TunedParams = Callable[[str, TunableProblem], TemplateParams | None]
+#: The oldest compute capability with the tensor-core instructions the templates use
+#: (``mma.sync`` m16n8k16, ``ldmatrix``, ``cp.async``).
+TENSOR_CORE_ARCH = 80
+#: The architecture assumed where none is given (``convert-graph-to-tm``'s default).
+DEFAULT_ARCH = "sm_90"
 
 
-def tunable_problem(op: Operation) -> tuple[str, TunableProblem] | None:
-    """The template name and problem of an op whose kernel is built from `MatmulSimtParams`
-    (a ``graph.matmul``; a 2-D ``graph.conv`` on implicit GEMM), else None. The problem is
+def has_tensor_cores(arch: str) -> bool:
+    """Whether `arch` (``sm_XY``) runs the tensor-core templates."""
+    return int(arch.removeprefix("sm_")) >= TENSOR_CORE_ARCH
+
+
+def tunable_problem(op: Operation, arch: str = DEFAULT_ARCH) -> tuple[str, TunableProblem] | None:
+    """The template name and problem of an op whose kernel is built from a parameter
+    space (a ``graph.matmul``: ``matmul_tc`` on tensor cores when its operands are both
+    f16 or both bf16, the template covers its shape and `arch` is sm_80 or newer, else
+    ``matmul_simt``; a 2-D ``graph.conv`` on implicit GEMM), else None. The problem is
     the one `kernel_for` builds the kernel from; ValueError for a convolution that cannot
     be built."""
     if not isinstance(op, graph.MatmulOp | graph.ConvOp):
@@ -106,12 +122,13 @@ def tunable_problem(op: Operation) -> tuple[str, TunableProblem] | None:
     except NoTemplate:
         return None
     if isinstance(op, graph.MatmulOp):
-        return "matmul_simt", MatmulProblem(
+        problem = MatmulProblem(
             _shape(op.lhs), _shape(op.rhs), _shape(op.result),
             (_shape(op.bias) or (1,)) if op.bias is not None else None,  # rank 0: 1 element
             op.transpose_lhs is not None, op.transpose_rhs is not None,
             op.alpha_value, op.beta_value,
         )
+        return ("matmul_tc" if _tensor_core_element(op, problem, arch) else "matmul_simt"), problem
     if isinstance(op, graph.ConvOp) and len(_shape(op.input)) == 4:
         problem = conv_problem(_shape(op.input), _shape(op.weight), *op.attributes_tuple(),
                                op.bias is not None)
@@ -119,19 +136,46 @@ def tunable_problem(op: Operation) -> tuple[str, TunableProblem] | None:
     return None
 
 
+def _tensor_core_element(op: graph.MatmulOp, problem: MatmulProblem, arch: str) -> Attribute | None:
+    """The operands' element type if the tensor-core matmul builds `op` on `arch`."""
+    element = op.lhs.type.get_element_type()  # type: ignore[attr-defined]
+    if not has_tensor_cores(arch) or op.rhs.type.get_element_type() != element:  # type: ignore[attr-defined]
+        return None
+    try:
+        check_problem(problem, element)
+    except NoTemplate:
+        return None
+    return element
+
+
+def prologue_free_operands(op: Operation, arch: str = DEFAULT_ARCH) -> tuple[int, ...]:
+    """The operands of `op` that its template reads other than by ``tm.load`` (the
+    tensor-core matmul copies A and B with ``cp.async``): no fused prologue may compute
+    them (``graph-partition``)."""
+    tunable = tunable_problem(op, arch) if isinstance(op, graph.MatmulOp) else None
+    return PROLOGUE_FREE if tunable is not None and tunable[0] == "matmul_tc" else ()
+
+
 @errors_about_op  # tm-opt then names the op's file:line:col
 def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None,
-               pinned: MatmulSimtParams | None = None) -> tm.KernelOp | None:
+               pinned: TemplateParams | None = None, arch: str = DEFAULT_ARCH) -> tm.KernelOp | None:
     """The kernel of `op` (arguments: its operands, then its results) by its template;
-    None when it writes no element. A tunable op (`tunable_problem`) gets the `pinned`
-    parameters (its schedule pinned in IR, see ``pinned.py``), else those `tuned` returns
-    for it, else its template's default. NoTemplate for an op without a template;
+    None when it writes no element. A tunable op (`tunable_problem` on `arch`) gets the
+    `pinned` parameters (its schedule pinned in IR, see ``pinned.py``), else those `tuned`
+    returns for it, else its template's default. NoTemplate for an op without a template;
     ValueError for what its template cannot do."""
     check_element_types(op)
-    if (tunable := tunable_problem(op)) is not None:
+    if (tunable := tunable_problem(op, arch)) is not None:
         template, problem = tunable
         params = pinned or (tuned(template, problem) if tuned is not None else None)
-        if isinstance(problem, MatmulProblem):
+        if template == "matmul_tc":
+            assert isinstance(problem, MatmulProblem)
+            if params is not None and not isinstance(params, MatmulTcParams):
+                raise ValueError("the parameters are the SIMT matmul's, but this matmul runs on "
+                                 "tensor cores (f16/bf16 operands)")
+            kernel = matmul_tc_kernel(name, problem, params or default_params(problem),
+                                      op.operands[0].type.get_element_type())  # type: ignore[attr-defined]
+        elif isinstance(problem, MatmulProblem):
             element = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
             if isinstance(element, Float64Type):  # in double; records tune f32 (the defaults fit f64)
                 kernel = matmul_simt_kernel(name, problem, pinned or MatmulSimtParams.default_for(problem),

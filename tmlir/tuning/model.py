@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tmlir.tuning.space import TunableKernel
+from tmlir.tuning.space import TEMPLATES, TunableKernel
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,6 @@ def model_kernels(model: Any, input_shapes: Mapping[str, Sequence[int]] | None =
         graph_pass.apply(ctx, imported.module)
     counts: Counter[TunableKernel] = Counter()
     for op in imported.module.walk():
-        if (tunable := tunable_problem(op)) is not None:
-            counts[TunableKernel(*tunable)] += 1
+        if (tunable := tunable_problem(op)) is not None and tunable[0] in TEMPLATES:
+            counts[TunableKernel(*tunable)] += 1  # the tensor-core matmul is not tuned yet
     return [ModelKernel(kernel, n) for kernel, n in counts.items()]

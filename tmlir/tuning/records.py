@@ -191,12 +191,14 @@ def recorded_params(target: TuningTarget, path: str | os.PathLike | None = None
     """The lookup a compile for `target` uses: the recorded parameters of a tunable
     kernel, or None (no record, or an invalid one: warned about). The file is read once,
     when the lookup is made."""
-    from tmlir.tuning.space import TunableKernel
+    from tmlir.tuning.space import TEMPLATES, TunableKernel
 
     records = TuningRecords(path)
     table = records.load()
 
     def lookup(template: str, problem: TunableProblem) -> MatmulSimtParams | None:
+        if template not in TEMPLATES:  # not tuned yet (the tensor-core matmul): its default
+            return None
         kernel = TunableKernel(template, problem)
         record = table.get((kernel.signature, target.device_name, target.arch, __version__))
         if record is None:

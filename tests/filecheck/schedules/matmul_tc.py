@@ -24,7 +24,7 @@ print(ModuleOp([matmul_tc_kernel("mm_tc", problem, MatmulTcParams(128, 64, 32, (
 # CHECK-NEXT:    %a_frag = tm.alloc register : memref<2x4xi32>
 # CHECK-NEXT:    %b_frag = tm.alloc register : memref<4x2xi32>
 # CHECK-NEXT:    %acc = tm.alloc register : memref<2x4x4xf32>
-# CHECK-NEXT:    tm.for_task (%tile_m, %tile_n) in spatial(2, 2) on %bid {
+# CHECK-NEXT:    tm.for_task (%batch, %tile_m, %tile_n) in spatial(1, 2, 2) on %bid {
 # CHECK-NEXT:      tm.for_task (%wi, %wj) in spatial(4, 2) on %warp {
 
 # Prologue: tiles 0 and 1, 16-byte copies spread over the 256 threads, one commit each.

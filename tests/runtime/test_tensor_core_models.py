@@ -1,0 +1,133 @@
+"""float16 and bfloat16 ONNX models on the tensor-core matmul: ``MatMul`` and ``Gemm`` take
+the ``matmul_tc`` template (from sm_80), run on emu against float64 numpy at half-precision
+tolerance, fuse their epilogue, keep a prologue out of the copied operands, and fall back
+to the SIMT template where the tensor-core one does not apply (sm_75, K not a multiple of
+8, mixed operand types)."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import tmlir
+from tmlir.runtime.session import compile_model
+
+F16, BF16 = TensorProto.FLOAT16, TensorProto.BFLOAT16
+NP = {F16: np.float16, BF16: ml_dtypes.bfloat16}
+
+
+def model(nodes: list, inputs: list, outputs: list, weights: dict[str, np.ndarray] | None = None) -> bytes:
+    graph = helper.make_graph(nodes, "tc", inputs, outputs,
+                              [numpy_helper.from_array(v, k) for k, v in (weights or {}).items()])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(proto)
+    return proto.SerializeToString()
+
+
+def templates(data: bytes, **options: object) -> list[str]:
+    program, _ = compile_model(data, **options)  # type: ignore[arg-type]
+    return [k.template for k in program.kernels]
+
+
+def close(got: np.ndarray, want: np.ndarray, k: int) -> None:
+    """One half-precision rounding of the output, f32 sums of exact products."""
+    scale = np.abs(want).max() + 1e-6
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-3, atol=2e-3 * scale + 1e-3 * np.sqrt(k))
+
+
+def linear_relu(dtype: int, m: int = 40, k: int = 64, n: int = 48) -> tuple[bytes, dict, np.ndarray]:
+    """relu(x @ w + b) with w, b weights: MatMul, Add, Relu."""
+    rng = np.random.default_rng(0)
+    half = NP[dtype]
+    w = rng.standard_normal((k, n)).astype(half)
+    b = rng.standard_normal(n).astype(half)
+    x = rng.standard_normal((m, k)).astype(half)
+    data = model([helper.make_node("MatMul", ["x", "w"], ["xw"]), helper.make_node("Add", ["xw", "b"], ["s"]),
+                  helper.make_node("Relu", ["s"], ["y"])],
+                 [helper.make_tensor_value_info("x", dtype, [m, k])],
+                 [helper.make_tensor_value_info("y", dtype, [m, n])], {"w": w, "b": b})
+    want = np.maximum(x.astype(np.float64) @ w.astype(np.float64) + b.astype(np.float64), 0)
+    return data, {"x": x}, want
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=["f16", "bf16"])
+def test_matmul_bias_relu_runs_on_tensor_cores_with_its_epilogue_fused(dtype: int) -> None:
+    data, feed, want = linear_relu(dtype)
+    assert templates(data) == ["matmul_tc"]  # one kernel: bias and relu in its epilogue
+    (got,) = tmlir.InferenceSession(data, device="emu").run(None, feed)
+    assert got.dtype == NP[dtype]
+    close(got, want, 64)
+
+
+def test_gemm_with_transposed_b_alpha_beta_and_bias() -> None:
+    rng = np.random.default_rng(1)
+    m, k, n = 24, 32, 36  # N not a multiple of 8: fine for an N x K weight
+    x = rng.standard_normal((m, k)).astype(np.float16)
+    w = rng.standard_normal((n, k)).astype(np.float16)
+    c = rng.standard_normal((1, n)).astype(np.float16)
+    data = model([helper.make_node("Gemm", ["x", "w", "c"], ["y"], transB=1, alpha=0.5, beta=2.0)],
+                 [helper.make_tensor_value_info("x", F16, [m, k])],
+                 [helper.make_tensor_value_info("y", F16, [m, n])], {"w": w, "c": c})
+    assert templates(data) == ["matmul_tc"]
+    (got,) = tmlir.InferenceSession(data, device="emu").run(None, {"x": x})
+    want = 0.5 * x.astype(np.float64) @ w.astype(np.float64).T + 2.0 * c.astype(np.float64)
+    close(got, want, k)
+
+
+def test_batched_attention_scores_keep_the_transpose_out_of_the_copied_operand() -> None:
+    """q @ transpose(k) * scale on 4-D f16 tensors: the transpose (a prologue candidate) is
+    not fused into the operand the template copies with cp.async."""
+    rng = np.random.default_rng(2)
+    q = rng.standard_normal((2, 3, 16, 32)).astype(np.float16)
+    kk = rng.standard_normal((2, 3, 24, 32)).astype(np.float16)
+    data = model([helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+                  helper.make_node("MatMul", ["q", "kt"], ["s"]),
+                  helper.make_node("Mul", ["s", "scale"], ["y"])],
+                 [helper.make_tensor_value_info("q", F16, q.shape),
+                  helper.make_tensor_value_info("k", F16, kk.shape)],
+                 [helper.make_tensor_value_info("y", F16, (2, 3, 16, 24))],
+                 {"scale": np.array(0.125, np.float16)})
+    assert "matmul_tc" in templates(data)
+    (got,) = tmlir.InferenceSession(data, device="emu").run(None, {"q": q, "k": kk})
+    want = 0.125 * (q.astype(np.float64) @ kk.astype(np.float64).swapaxes(-1, -2))
+    close(got, want, 32)
+
+
+def test_a_cast_prologue_stays_a_kernel_of_its_own() -> None:
+    """relu(x) feeding the matmul's A would be a prologue of the SIMT template; the
+    tensor-core template copies A with cp.async, so relu gets its own kernel."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((32, 64)).astype(np.float16)
+    w = rng.standard_normal((64, 32)).astype(np.float16)
+    data = model([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("MatMul", ["r", "w"], ["y"])],
+                 [helper.make_tensor_value_info("x", F16, x.shape)],
+                 [helper.make_tensor_value_info("y", F16, (32, 32))], {"w": w})
+    assert sorted(templates(data)) == ["elementwise", "matmul_tc"]
+    assert templates(data, target_arch="sm_75") == ["matmul_simt"]  # no tensor cores: fused
+    (got,) = tmlir.InferenceSession(data, device="emu").run(None, {"x": x})
+    close(got, np.maximum(x.astype(np.float64), 0) @ w.astype(np.float64), 64)
+
+
+def test_shapes_and_targets_the_template_does_not_take_fall_back_to_simt() -> None:
+    data, feed, want = linear_relu(F16, k=60)  # K not a multiple of 8
+    assert templates(data) == ["matmul_simt"]
+    (got,) = tmlir.InferenceSession(data, device="emu").run(None, feed)
+    close(got, want, 60)
+    data, _, _ = linear_relu(F16)
+    assert templates(data, target_arch="sm_75") == ["matmul_simt"]
+    assert templates(data, target_arch="sm_80") == ["matmul_tc"]
+
+
+def test_inputs_and_weights_at_any_address_are_copied_aligned_on_emu() -> None:
+    """cp.async needs 16-byte aligned buffers: emu gives its kernels aligned copies of an
+    input view starting 2 bytes into an array (the GPU runtime copies inputs anyway)."""
+    data, feed, want = linear_relu(F16)
+    raw = np.zeros(feed["x"].size + 1, np.float16)
+    x = raw[1:].reshape(feed["x"].shape)
+    x[...] = feed["x"]
+    assert x.ctypes.data % 16 != 0
+    (got,) = tmlir.InferenceSession(data, device="emu").run(None, {"x": x})
+    close(got, want, 64)

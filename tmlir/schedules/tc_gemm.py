@@ -1,0 +1,327 @@
+"""The tensor-core GEMM engine that the tensor-core templates share (matmul, convolution).
+
+In: an empty ``tm.kernel``, the GEMM's shape (a `MatmulProblem`: M, N, K, batch; B stored
+``K x N``, or ``N x K`` when ``transpose_rhs``), `MatmulTcParams` and a function giving,
+per block, where the operands come from and where C goes (`TcOperands`). Out: the kernel
+body, computing ``C = A @ B`` with ``mma.sync.m16n8k16`` (``tm.mma``) on f16 or bf16
+operands with f32 accumulators, fed by ``ldmatrix`` from shared tiles that a
+``stages``-deep pipeline fills. Each block computes a ``block_m x block_n`` tile of C;
+its ``warps_m x warps_n`` warps each own a ``(block_m / warps_m) x (block_n / warps_n)``
+sub-tile, a grid of 16x8 mma tiles whose accumulators (layout ``MMA_ACC`` of
+``mma_layouts``) stay in registers::
+
+    blocks   spatial(batch, M / block_m, N / block_n)                on block_id
+    warps    spatial(warps_m, warps_n)                               on tid / 32
+    mma      repeat(mma_m, mma_n) of 16x8 tiles, one warp each       (lane = tid % 32)
+
+The k dimension is walked in ``block_k`` tiles through ``stages`` shared buffers:
+
+* prologue: tiles ``0 .. stages-2`` are issued, each closed by one ``cp_async_commit``;
+* k-step ``kt``: ``cp_async_wait pending(stages-2)`` (tile ``kt`` has landed for this
+  thread), one barrier (for every thread, and every thread is done with tile ``kt-1``),
+  then the copies of tile ``kt+stages-1`` into the buffer tile ``kt-1`` used (an empty
+  commit past the last tile keeps the group count), then per 16-wide k slice ``ldmatrix
+  .x4`` of each A 16x16 fragment, ``ldmatrix .x2`` of each B 16x8 fragment (``.trans``
+  from a ``K x N`` tile: it gives the ``.col`` operand) and the mmas.
+
+An operand is either **dense** (`TcOperand.index`: element ``(outer, k)`` is at those
+indices of a buffer whose contiguous dimension is k, or outer for a ``K x N`` B), copied
+16 bytes (8 halves) at a time by ``cp.async`` (``repeat * spatial`` over the tile's
+chunks, consecutive threads on consecutive chunks; a chunk past the operand's end gets 8
+zeros, stored by the thread), or **gathered** (`TcOperand.load`: an element loader that
+gives 0 outside the operand, as an implicit-GEMM convolution's im2col), whose elements
+the threads load and store into the shared tile themselves (``auto_map`` over the tile,
+in its memory order), ordered by the same barriers.
+
+Shared tiles are ``a_smem[stages][block_m][block_k]`` and ``b_smem[stages][block_k]
+[block_n]`` (``[block_n][block_k]`` for a k-contiguous B), each row padded by 8 halves (16
+bytes): the 8 rows an ``ldmatrix`` phase reads then start 16 bytes apart modulo 128, on
+8 distinct 4-bank groups -- no conflicts -- and every row stays 16-byte aligned for
+``cp.async`` and ``ldmatrix``. The epilogue hands each accumulator to
+`TcOperands.store_c` with its row and column.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, IntegerType, MemRefType
+from xdsl.ir import Attribute, Block, SSAValue
+
+from tmlir.dialects import tm
+from tmlir.gpu_limits import WARP_SIZE
+from tmlir.ir.builder import Index, IRBuilder
+from tmlir.layout import row_major
+from tmlir.mapping import auto_map, repeat, spatial
+from tmlir.schedules.matmul_simt import ElementLoad, MatmulProblem, ResultStore
+
+HALF_BYTES = 2
+CHUNK = 8  # halves per 16-byte cp.async
+SMEM_PAD = 8  # halves added to every shared row (see the module docstring)
+MMA_M, MMA_N, MMA_K = 16, 8, 16
+
+
+@dataclass(frozen=True)
+class MatmulTcParams:
+    """Block tile, warps per block and pipeline depth; warp and mma tiles follow."""
+
+    block_m: int = 128
+    block_n: int = 128
+    block_k: int = 32
+    warps: tuple[int, int] = (2, 2)
+    stages: int = 3
+
+    def __post_init__(self) -> None:
+        if self.block_k % MMA_K:
+            raise ValueError(f"block_k must be a multiple of {MMA_K}, got {self.block_k}")
+        if not 2 <= self.stages <= 4:
+            raise ValueError(f"stages must be 2, 3 or 4, got {self.stages}")
+
+    @property
+    def threads(self) -> int:
+        return self.warps[0] * self.warps[1] * WARP_SIZE
+
+    @property
+    def warp_m(self) -> int:
+        return self.block_m // self.warps[0]
+
+    @property
+    def warp_n(self) -> int:
+        return self.block_n // self.warps[1]
+
+    @property
+    def mma_tiles(self) -> tuple[int, int]:
+        """16x8 mma tiles of one warp along M and N."""
+        return self.warp_m // MMA_M, self.warp_n // MMA_N
+
+    def tile_grid(self, problem: MatmulProblem) -> tuple[int, int, int]:
+        """Blocks along batch, M and N."""
+        return problem.batch, math.ceil(problem.m / self.block_m), math.ceil(problem.n / self.block_n)
+
+    def blocks(self, problem: MatmulProblem) -> int:
+        return math.prod(self.tile_grid(problem))
+
+    def tiles(self, problem: MatmulProblem) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The shared (rows, cols) of one stage of A and of B, in memory order."""
+        b_tile = (self.block_n, self.block_k) if problem.transpose_rhs else (self.block_k, self.block_n)
+        return (self.block_m, self.block_k), b_tile
+
+    def shared_bytes(self, problem: MatmulProblem | None = None) -> int:
+        """Both operands' padded tiles, all stages."""
+        tiles = self.tiles(problem or MatmulProblem.plain(1, 1, 1))
+        return self.stages * sum(rows * (cols + SMEM_PAD) for rows, cols in tiles) * HALF_BYTES
+
+    def register_estimate(self) -> int:
+        """Accumulators, one k slice of A and B fragments, ~40 for addresses and loop state."""
+        mm, mn = self.mma_tiles
+        return 4 * mm * mn + 4 * mm + 2 * mn + 40
+
+    def describe(self) -> dict[str, int | str]:
+        return {"block_m": self.block_m, "block_n": self.block_n, "block_k": self.block_k,
+                "warps": f"{self.warps[0]}x{self.warps[1]}", "stages": self.stages,
+                "threads": self.threads}
+
+
+def half_dtype(element: Attribute) -> str:
+    """The mma operand type of an element type: ``f16`` or ``bf16``."""
+    assert isinstance(element, Float16Type | BFloat16Type), element
+    return "f16" if isinstance(element, Float16Type) else "bf16"
+
+
+@dataclass(frozen=True)
+class TcOperand:
+    """Where the k-tiles of one GEMM operand come from (see the module docstring): dense
+    (`buffer` and `index`, the buffer indices of element ``(outer, k)``; contiguous along
+    k when `k_major`, else along outer) or gathered (`load`, the element, 0 outside)."""
+
+    k_major: bool
+    buffer: SSAValue | None = None
+    index: Callable[[Index, Index], list[Index]] | None = None
+    load: ElementLoad | None = None
+
+
+@dataclass(frozen=True)
+class TcOperands:
+    """One block's operands (A is k-major) and where its results go."""
+
+    a: TcOperand
+    b: TcOperand
+    store_c: ResultStore
+
+
+BlockOperands = Callable[[IRBuilder, Sequence[Index]], TcOperands]
+
+
+def tc_gemm(kernel: tm.KernelOp, problem: MatmulProblem, params: MatmulTcParams, element: Attribute,
+            block_operands: BlockOperands, block_names: Sequence[str] = ("batch", "tile_m", "tile_n"),
+            *, wait: bool = True) -> None:
+    """Fill `kernel` with the GEMM of `problem` (see the module docstring); operands of
+    `element`. `block_operands(b, batch_coords)` is called once inside the block's mapping.
+    `wait=False` leaves out the ``cp_async_wait`` of every k-step (a planted race, for tests)."""
+    _TcGemm(IRBuilder.at_end(kernel.body.block), problem, params, element).build(
+        block_operands, block_names, wait)
+
+
+class _TcGemm:
+    """Builds the kernel body (one object per kernel: the builder and the shared buffers)."""
+
+    def __init__(self, b: IRBuilder, problem: MatmulProblem, params: MatmulTcParams,
+                 element: Attribute) -> None:
+        self.b, self.p, self.P, self.element = b, problem, params, element
+        self.dtype = half_dtype(element)
+        self.k_tiles = math.ceil(problem.k / params.block_k)
+
+    def alloc(self, scope: str, element: Attribute, shape: Sequence[int], name: str,
+              padded: bool = False) -> SSAValue:
+        layout = row_major(*shape, pad=SMEM_PAD) if padded else None
+        return self.b.insert(tm.AllocOp(scope, MemRefType(element, list(shape)), layout), name).results[0]
+
+    def build(self, block_operands: BlockOperands, block_names: Sequence[str], wait: bool) -> None:
+        b, p, P = self.b, self.p, self.P
+        mm, mn = P.mma_tiles
+        bid = b.insert(tm.BlockIdOp(), "bid").results[0]
+        self.tid = tid = b.insert(tm.ThreadIdOp(), "tid").results[0]
+        warp, self.lane = b.div(tid, WARP_SIZE, "warp"), b.rem(tid, WARP_SIZE, "lane")
+        word = IntegerType(32)
+        a_tile, b_tile = P.tiles(p)
+        self.a_smem = self.alloc("shared", self.element, (P.stages, *a_tile), "a_smem", True)
+        self.b_smem = self.alloc("shared", self.element, (P.stages, *b_tile), "b_smem", True)
+        self.a_frag = self.alloc("register", word, (mm, 4), "a_frag")
+        self.b_frag = self.alloc("register", word, (mn, 2), "b_frag")
+        self.acc = self.alloc("register", Float32Type(), (mm, mn, 4), "acc")
+        with (
+            b.for_task(spatial(*P.tile_grid(p)), bid, list(block_names)) as (bb, tile_m, tile_n),
+            b.for_task(spatial(*P.warps), warp, ["wi", "wj"]) as (wi, wj),
+        ):
+            ops = block_operands(b, b.unravel(bb, p.batch_shape, in_range=True))
+            assert ops.a.k_major and ops.b.k_major == p.transpose_rhs, "operand layouts"
+            self.row0 = b.mul(tile_m, P.block_m, "row0")
+            self.col0 = b.mul(tile_n, P.block_n, "col0")
+            self.warp_row = b.mul(wi, P.warp_m, "warp_row")
+            self.warp_col = b.mul(wj, P.warp_n, "warp_col")
+            # ldmatrix row addresses: lane l gives row l % 16 at column 8 * (l / 16).
+            self.row16 = b.rem(self.lane, 16, "l16")
+            self.col8 = b.mul(b.div(self.lane, 16), 8, "lc8")
+            zero = b.constant(0.0, Float32Type())
+            with b.for_task(repeat(mm, mn, 4), None, ["i", "j", "r"]) as (i, j, r):
+                b.store(zero, self.acc, [i, j, r])
+            # Prologue: stages-1 tiles in flight, one commit each (empty past the last tile).
+            for s in range(P.stages - 1):
+                if s < self.k_tiles:
+                    self.issue_tile(ops, s, s)
+                b.insert(tm.CpAsyncCommitOp())
+            with b.loop(0, self.k_tiles, name="kt") as kt:
+                if wait:
+                    b.insert(tm.CpAsyncWaitOp(P.stages - 2))
+                b.insert(tm.BarrierOp())
+                stage = b.rem(kt, P.stages, "stage")
+                next_kt = b.add(kt, P.stages - 1, "next_kt")
+                with b.if_(b.lt(next_kt, self.k_tiles, "has_next")):
+                    self.issue_tile(ops, next_kt, b.rem(next_kt, P.stages, "next_stage"))
+                b.insert(tm.CpAsyncCommitOp())
+                with b.loop(0, P.block_k // MMA_K, unroll=True, name="kk") as kk:
+                    self.slice_mma(stage, b.mul(kk, MMA_K, "k16"))
+            self.epilogue(ops.store_c)
+
+    # ---- global -> shared ---------------------------------------------------------------
+    def issue_tile(self, ops: TcOperands, k_tile: Index, stage: Index) -> None:
+        """Copies (or gathered stores) of k-tile `k_tile` of A and B into buffer `stage`."""
+        P = self.P
+        k0 = self.b.mul(k_tile, P.block_k, "k0")
+        self.fill(ops.a, self.a_smem, stage, self.row0, k0, P.block_m, self.p.m)
+        self.fill(ops.b, self.b_smem, stage, self.col0, k0, P.block_n, self.p.n)
+
+    def fill(self, op: TcOperand, smem: SSAValue, stage: Index, outer0: Index, k0: Index,
+             outer_tile: int, outer_extent: int) -> None:
+        """One operand's tile: ``outer_tile x block_k`` elements from ``(outer0, k0)``."""
+        b, P, K = self.b, self.P, self.p.k
+        if op.k_major:
+            tile, origin, extent = (outer_tile, P.block_k), (outer0, k0), (outer_extent, K)
+        else:
+            tile, origin, extent = (P.block_k, outer_tile), (k0, outer0), (K, outer_extent)
+
+        def element(r: Index, c: Index) -> tuple[Index, Index]:
+            """(outer, k) of shared element (r, c)."""
+            g_row, g_col = b.add(origin[0], r, "g_row"), b.add(origin[1], c, "g_col")
+            return (g_row, g_col) if op.k_major else (g_col, g_row)
+
+        if op.load is not None:
+            with b.for_task(auto_map(tile, P.threads), self.tid, ["gr", "gc"]) as (r, c):
+                b.store(op.load(*element(r, c)), smem, [stage, r, c])
+            return
+        assert op.buffer is not None and op.index is not None
+        rows, per_row = tile[0], tile[1] // CHUNK
+        mapping = repeat(rows * per_row // P.threads, 1) * spatial(P.threads // per_row, per_row)
+        with b.for_task(mapping, self.tid, ["cr", "cc"]) as (r, cc):
+            col = b.mul(cc, CHUNK, "cs")
+            outer, k = element(r, col)
+            g_row, g_col = (outer, k) if op.k_major else (k, outer)
+            dst = [b.value(stage), b.value(r), b.value(col)]
+            src = [b.value(i) for i in op.index(outer, k)]
+            checks = [b.lt(g, n) for g, n, tile_n in ((g_row, extent[0], tile[0]), (g_col, extent[1], tile[1]))
+                      if _overhangs(n, tile_n)]
+            inside = b.all_of(checks)
+            if inside is None:
+                b.insert(tm.CpAsyncOp(CHUNK * HALF_BYTES, smem, dst, op.buffer, src))
+                return
+            then, other = Block(), Block()
+            with b.at(then):
+                b.insert(tm.CpAsyncOp(CHUNK * HALF_BYTES, smem, dst, op.buffer, src))
+                b.insert(scf.YieldOp())
+            with b.at(other):
+                zero = b.constant(0.0, self.element)
+                for e in range(CHUNK):
+                    b.store(zero, smem, [stage, r, b.add(col, e)])
+                b.insert(scf.YieldOp())
+            b.insert(scf.IfOp(inside, [], [then], [other]))
+
+    # ---- shared -> fragments -> mma -------------------------------------------------------
+    def slice_mma(self, stage: Index, k16: Index) -> None:
+        """One 16-wide k slice: ldmatrix every A and B fragment of the warp, then the mmas.
+        A (x4): lane l addresses row l % 16 at column 8 * (l / 16) of the 16x16 tile,
+        which yields the mma A fragment. B from a ``K x N`` tile (x2.trans): lanes 0-15
+        address k rows 0-15 at the 8 columns of the n tile; from an ``N x K`` tile (x2):
+        lanes 0-7 address the 8 n rows at k 0, lanes 8-15 at k 8 (lanes 16-31 repeat
+        lanes 0-15; x2 ignores them)."""
+        b, P = self.b, self.P
+        mm, mn = P.mma_tiles
+        row16, col8 = self.row16, self.col8
+        with b.for_task(repeat(mm), None, ["i"]) as (i,):
+            row = b.add(b.add(self.warp_row, b.mul(i, MMA_M)), row16, "a_row")
+            b.insert(tm.LdmatrixOp(4, False, self.a_frag, self.a_smem, [b.value(stage), row, b.value(
+                b.add(k16, col8, "a_col"))], [i]))
+        with b.for_task(repeat(mn), None, ["j"]) as (j,):
+            col = b.add(self.warp_col, b.mul(j, MMA_N), "b_col")
+            if self.p.transpose_rhs:
+                n_row = b.add(col, b.rem(row16, 8), "b_n")
+                k_col = b.add(k16, b.mul(b.div(row16, 8), 8), "b_k")
+                b.insert(tm.LdmatrixOp(2, False, self.b_frag, self.b_smem,
+                                       [b.value(stage), b.value(n_row), b.value(k_col)], [j]))
+            else:
+                b.insert(tm.LdmatrixOp(2, True, self.b_frag, self.b_smem,
+                                       [b.value(stage), b.value(b.add(k16, row16, "b_row")), b.value(col)], [j]))
+        with b.for_task(repeat(mm, mn), None, ["i", "j"]) as (i, j):
+            b.insert(tm.MmaOp("m16n8k16", self.dtype, self.acc, self.a_frag, self.b_frag, self.acc,
+                              [i, j], [i], [j], [i, j]))
+
+    # ---- epilogue ---------------------------------------------------------------------------
+    def epilogue(self, store_c: ResultStore) -> None:
+        """Accumulator register r of mma tile (i, j) is C[g + 8 (r / 2)][2t + r % 2] of the
+        tile (``MMA_ACC``, g = lane / 4, t = lane % 4), handed to `store_c`."""
+        b, P = self.b, self.P
+        mm, mn = P.mma_tiles
+        g = b.div(self.lane, 4, "g")
+        t2 = b.mul(b.rem(self.lane, 4), 2, "t2")
+        with b.for_task(repeat(mm, mn, 2, 2), None, ["i", "j", "h", "e"]) as (i, j, h, e):
+            row = b.add(b.add(b.add(self.row0, self.warp_row), b.mul(i, MMA_M)),
+                        b.add(g, b.mul(h, 8)), "row")
+            col = b.add(b.add(b.add(self.col0, self.warp_col), b.mul(j, MMA_N)), b.add(t2, e), "col")
+            store_c(row, col, b.load(self.acc, [i, j, b.add(b.mul(h, 2), e)], name="sum"))
+
+
+def _overhangs(extent: int, tile: int) -> bool:
+    """Whether tiles of `tile` overhang a dimension of `extent`."""
+    return extent % tile != 0
