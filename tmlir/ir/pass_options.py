@@ -93,7 +93,8 @@ def _convert(values: ParameterListType, hint: Any, what: str) -> Any:
     if origin is typing.Literal:
         if len(values) == 1 and values[0] in args:
             return values[0]
-        raise PassOptionError(f"{what} expects one of {', '.join(map(str, args))}, got {_given(values)}")
+        hint = did_you_mean(str(values[0]), map(str, args)) if len(values) == 1 else ""
+        raise PassOptionError(f"{what} expects one of {', '.join(map(str, args))}, got {_given(values)}{hint}")
     if hint is bool and not values:  # `{fusion}` alone, as in mlir-opt
         return True
     if len(values) == 1:

@@ -7,11 +7,16 @@
 cuda`` prints the CUDA C of a model (``--print-between-passes`` shows the IR after each
 inner pass); ``-p 'lower-to-cuda{fusion=false}'`` leaves out
 ``graph-partition``, so every graph op gets a kernel of its own (the unfused baseline).
+``-p 'lower-to-cuda{precision=fp16}'`` (or ``bf16``) runs ``graph-mixed-precision`` before
+``graph-partition``: float32 matmuls that fit the tensor-core template read f16 (bf16)
+operands, weights converted at compile time; the default ``fp32`` computes in float32.
 """
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
+from typing import Literal
 
 from xdsl.passes import ModulePass
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
@@ -23,21 +28,31 @@ from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu
 from tmlir.passes.graph_canonicalize import GraphCanonicalize
 from tmlir.passes.graph_fold_batchnorm import GraphFoldBatchnorm
 from tmlir.passes.graph_fold_empty import GraphFoldEmpty
+from tmlir.passes.graph_mixed_precision import GraphMixedPrecision
 from tmlir.passes.graph_outline_constants import GraphOutlineConstants
 from tmlir.passes.graph_partition import GraphPartition
 from tmlir.passes.tm_lower_mappings import TmLowerMappings
 
+#: ``lower-to-cuda``'s ``precision`` values (a future ``tf32`` belongs here too).
+Precision = Literal["fp32", "fp16", "bf16"]
+#: The ``graph-mixed-precision`` dtype of each precision that runs it.
+MIXED_PRECISION_DTYPES = {"fp16": "f16", "bf16": "bf16"}
 
-def pipeline(fusion: bool = True, convert: ConvertGraphToTm | None = None
-             ) -> tuple[ModulePass, ...]:
+
+def pipeline(fusion: bool = True, convert: ConvertGraphToTm | None = None,
+             precision: Precision = "fp32") -> tuple[ModulePass, ...]:
     """The passes of ``lower-to-cuda``; without `fusion`, no ``graph-partition``;
-    `convert` is the ``convert-graph-to-tm`` pass with its options (default: none)."""
+    `convert` is the ``convert-graph-to-tm`` pass with its options (default: none);
+    `precision` ``fp16`` or ``bf16`` adds ``graph-mixed-precision`` before the partition."""
+    mixed = MIXED_PRECISION_DTYPES.get(precision)
+    arch = convert.target_arch if convert else "sm_90"
     return (
         GraphOutlineConstants(),
         GraphFoldEmpty(),
         GraphCanonicalize(),
         GraphFoldBatchnorm(),
-        *([GraphPartition()] if fusion else []),
+        *([GraphMixedPrecision(mixed, arch)] if mixed else []),  # type: ignore[arg-type]
+        *([GraphPartition(arch)] if fusion else []),
         convert or ConvertGraphToTm(),
         TmLowerMappings(),
         ConvertTmToGpu(),
@@ -60,6 +75,8 @@ class LowerToCuda(PipelinePass):
     device, tunable kernels take the parameters of its tuning records (``tm-tune``).
     ``matmul`` and ``conv`` are too: they change the templates' default parameters
     (``-p 'lower-to-cuda{matmul="block_warps=2x2 block_k=16"}'``, see docs/schedules.md).
+    ``precision`` (default fp32): ``fp16`` or ``bf16`` runs the f32 matmuls that fit the
+    tensor-core template with half-precision operands (``graph-mixed-precision``).
     ``tm-opt`` runs the inner passes as passes of its own pipeline (see tmlir.ir.pipeline).
     """
 
@@ -78,12 +95,18 @@ class LowerToCuda(PipelinePass):
     """The matmul template's default parameters (``"block_warps=2x2 block_k=16"``)."""
     conv: str = ""
     """The convolution template's default parameters (see docs/schedules.md)."""
+    precision: Precision = "fp32"
+    """fp32, or fp16/bf16: f32 matmuls on tensor cores with half-precision operands
+    (``graph-mixed-precision``), accumulating in f32."""
 
     def __post_init__(self) -> None:
         check_target_arch(self.name, self.target_arch)
+        if self.precision not in typing.get_args(Precision):
+            raise ValueError(f"{self.name}: unknown precision '{self.precision}'; expected one of "
+                             f"{', '.join(typing.get_args(Precision))}")
         self.passes()  # ValueError, one line, for a bad convert-graph-to-tm option
 
     def passes(self) -> tuple[ModulePass, ...]:
         convert = ConvertGraphToTm(self.target_device, self.target_arch, self.tuning_records,
                                    self.matmul, self.conv)
-        return pipeline(self.fusion, convert)
+        return pipeline(self.fusion, convert, self.precision)

@@ -2,7 +2,7 @@
 
 An entry is keyed by a SHA-256 (`compile_key`) of everything that decides the result:
 the model's bytes (a file's contents, serialized bytes, or a ModelProto's serialization)
-and those of its external data files, the input shapes, ``fusion``, the target device and
+and those of its external data files, the input shapes, ``fusion``, ``precision``, the target device and
 arch, the tuning records file when a target device is given (without one, records are
 not read), and the tmlir version with a digest of the tmlir package's own files (so an
 edited compiler never reuses an old entry). The key is computed from bytes alone, before
@@ -253,7 +253,7 @@ def records_digest(tuning_records: str | os.PathLike | None) -> str:
 def compile_key(model_digest: str, input_shapes: Mapping[str, Sequence[int]] | None,
                 fusion: bool, target_device: str, target_arch: str,
                 tuning_records: str | os.PathLike | None,
-                input_values: Mapping[str, np.ndarray] | None = None) -> str:
+                input_values: Mapping[str, np.ndarray] | None = None, precision: str = "fp32") -> str:
     """The key of a compile; TypeError or ValueError if `input_shapes` are not integers."""
     shapes = sorted((str(name), [int(d) for d in shape])
                     for name, shape in (input_shapes or {}).items())
@@ -261,7 +261,8 @@ def compile_key(model_digest: str, input_shapes: Mapping[str, Sequence[int]] | N
                      hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest())
                     for name, array in ((n, np.asarray(v)) for n, v in (input_values or {}).items()))
     options = json.dumps({"shapes": shapes, "fusion": bool(fusion), "device": target_device,
-                          "arch": target_arch, **({"values": values} if values else {})})
+                          "arch": target_arch, "precision": str(precision),
+                          **({"values": values} if values else {})})
     records = records_digest(tuning_records) if target_device else ""
     return cache_key(f"compile-format-{FORMAT}", source_digest(), model_digest, options, records)
 
@@ -425,7 +426,8 @@ def compile_cached(model: Any, build: Callable[[], Compiled], *,
                    input_shapes: Mapping[str, Sequence[int]] | None, fusion: bool,
                    target_device: str, target_arch: str,
                    tuning_records: str | os.PathLike | None,
-                   input_values: Mapping[str, np.ndarray] | None = None) -> Compiled:
+                   input_values: Mapping[str, np.ndarray] | None = None,
+                   precision: str = "fp32") -> Compiled:
     """`build()`'s program and weights for `model` and these options, from the cache when
     an entry is there, else built and stored. A model that cannot be read or options that
     cannot be keyed are built uncached (the compile reports what is wrong)."""
@@ -434,7 +436,7 @@ def compile_cached(model: Any, build: Callable[[], Compiled], *,
     try:
         data = ModelBytes.read(model)
         key = compile_key(data.digest(), input_shapes, fusion, target_device, target_arch,
-                          tuning_records, input_values)
+                          tuning_records, input_values, precision)
         path = cache_dir() / f"{key}{SUFFIX}"
     except Exception:  # an unreadable model or a bad option: the compile says what is wrong
         return build()

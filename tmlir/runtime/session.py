@@ -28,6 +28,9 @@ from tmlir.runtime.memory_plan import MemoryPlan
 from tmlir.runtime.runners import Runner, WeightCache, make_runner
 
 DEVICES = ("emu", "cuda")
+PRECISIONS = ("fp32", "fp16", "bf16")
+"""``precision`` values: fp32, or fp16/bf16 for the f32 matmuls that fit the tensor-core
+template (``lower-to-cuda{precision=...}``)."""
 MAX_VALUE_ELEMENTS = 1024
 """The most elements a model input read when the model is compiled (a shape, axes) may
 have: the session compiles the model for each value of such an input."""
@@ -54,6 +57,7 @@ def compile_model(model: Any, input_shapes: Mapping[str, Sequence[int]] | None =
                   fusion: bool = True, target_device: str = "", target_arch: str = "sm_90",
                   tuning_records: str | os.PathLike | None = None,
                   input_values: Mapping[str, np.ndarray] | None = None,
+                  precision: str = "fp32",
                   ) -> tuple[CudaProgram, dict[str, np.ndarray]]:
     """ONNX model (path, bytes or ModelProto) → CUDA program and its weights.
 
@@ -64,7 +68,9 @@ def compile_model(model: Any, input_shapes: Mapping[str, Sequence[int]] | None =
     that device in `tuning_records` (default: the standard records file; see
     docs/tuning.md); without one, every template uses its default parameters.
     `input_values` fixes the values of inputs by name (see ``import_onnx``): the program
-    has them as constants, not as inputs.
+    has them as constants, not as inputs. `precision` ``fp16`` or ``bf16`` runs the float32
+    matmuls that fit the tensor-core template with half-precision operands, accumulating
+    in float32 (``lower-to-cuda``'s ``precision``); ``fp32`` (the default) does not.
 
     A compile is cached whole (`tmlir.runtime.compile_cache`): compiling the same model
     with the same options again reads the program back instead of importing the model and
@@ -82,13 +88,14 @@ def compile_model(model: Any, input_shapes: Mapping[str, Sequence[int]] | None =
                                input_values=input_values)
         # The context carries the weight table: graph-fold-batchnorm adds folded weights to it.
         lower = LowerToCuda(fusion=fusion, target_device=target_device, target_arch=target_arch,
-                            tuning_records=str(tuning_records or ""))
+                            tuning_records=str(tuning_records or ""), precision=precision)
         lower.apply(make_context(weights=imported.weights), imported.module)
         return emit_cuda(imported.module), imported.weights
 
     return compile_cached(model, build, input_shapes=input_shapes, fusion=fusion,
                           target_device=target_device, target_arch=target_arch,
-                          tuning_records=tuning_records, input_values=input_values)
+                          tuning_records=tuning_records, input_values=input_values,
+                          precision=precision)
 
 
 @dataclass
@@ -143,6 +150,10 @@ class InferenceSession:
       one). On cuda, tunable kernels take the parameters recorded for GPU 0 (its name and
       architecture); on emu, those recorded for ``target_device`` when one is given
       (``""``: default parameters), so emu runs the exact kernels a GPU would;
+    - ``precision="fp16"`` (or ``"bf16"``) runs the float32 matmuls that fit the
+      tensor-core template with half-precision operands (weights converted once, at
+      compile time), accumulating and writing in float32; results then agree with fp32 to
+      half precision, not to float rounding. ``"fp32"`` (the default) computes in float32;
     - ``check=True`` (emu) runs every kernel under the emu sanitizer: each global and shared
       access bounds-checked, shared-memory races reported (`tmlir.backends.emu.check`);
       None (the default) follows ``$TMLIR_EMU_CHECK``.
@@ -158,11 +169,18 @@ class InferenceSession:
     def __init__(self, path_or_model: Any, device: str = "emu", fusion: bool = True,
                  memory_plan: bool = True, cuda_graphs: bool = True,
                  tuning_records: str | os.PathLike | None = None, target_device: str = "",
-                 target_arch: str = "sm_90", check: bool | None = None) -> None:
+                 target_arch: str = "sm_90", check: bool | None = None,
+                 precision: str = "fp32") -> None:
         from tmlir.frontends.onnx import declared_inputs, load_model
 
         if device not in DEVICES:
             raise SessionError(f"unknown device '{device}'; expected one of {', '.join(DEVICES)}")
+        if precision not in PRECISIONS:
+            from tmlir.ir.pass_options import did_you_mean
+
+            raise SessionError(f"unknown precision {precision!r}; expected one of {', '.join(PRECISIONS)}"
+                               f"{did_you_mean(str(precision), PRECISIONS)}")
+        self.precision = precision
         self.device = device
         self.fusion = fusion
         self.memory_plan = memory_plan
@@ -330,7 +348,8 @@ class InferenceSession:
             try:
                 program, weights = compile_model(self._model, shapes or None, self.fusion,
                                                  *self.target, self.tuning_records,
-                                                 input_values=values or None)
+                                                 input_values=values or None,
+                                                 precision=self.precision)
             except RunTimeValueError as exc:
                 new = [name for name in exc.inputs if name not in self._by_value]
                 if feed is None or not new:

@@ -274,7 +274,8 @@ def options_table(options: list[OptionDoc]) -> list[str]:
     """A Markdown table of `options` (for docs/passes.md)."""
     if not options:
         return ["No options."]
-    rows = [(f"`{o.name}`", o.type, f"`{o.default}`", o.description.replace("|", "\\|")) for o in options]
+    rows = [(f"`{o.name}`", o.type.replace("|", "\\|"), f"`{o.default}`", o.description.replace("|", "\\|"))
+            for o in options]
     return ["| Option | Type | Default | Description |", "|---|---|---|---|",
             *(f"| {' | '.join(r)} |" for r in rows)]
 

@@ -4,6 +4,7 @@
     tm-run mlp.mlir --weights random --seed 1      # data for the weights the text only names
     tm-run mlp.mlir -p 'my-pass,lower-to-cuda' --check   # did my pass keep the meaning?
     tm-run model.onnx --device cuda --runs 20 --check    # against onnxruntime
+    tm-run model.onnx --precision fp16 --check --rtol 1e-2   # matmuls on tensor cores, f16 operands
 
 In: a ``.mlir`` file (graph level, lowered by ``-p`` or ``lower-to-cuda``; or already at
 the gpu level) or an ``.onnx`` model; inputs from ``--input NAME=FILE.npy`` and
@@ -48,6 +49,10 @@ def _parser() -> ToolParser:
     p.add_argument("-p", "--passes", default=None, metavar="PIPELINE",
                    help="pass pipeline for IR (default: lower-to-cuda for graph-level IR)")
     p.add_argument("--device", choices=("emu", "cuda"), default="emu")
+    p.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default="fp32",
+                   help="ONNX models: fp16/bf16 run the float32 matmuls that fit the tensor-core "
+                        "template with half-precision operands (default fp32); for IR use "
+                        "-p 'lower-to-cuda{precision=fp16}'")
     p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     p.add_argument("--inputs", default=None, metavar="FILE.npz")
     p.add_argument("--weight", action="append", default=[], metavar="NAME=zeros|ones|random|FILE.npy")
@@ -177,13 +182,14 @@ def _compile_ir(path: str, passes: str | None, weights: tuple[dict, str | None],
     return runner.run, {b.source: (b.shape, b.dtype) for b in runner.inputs}
 
 
-def _compile_onnx(path: str, device: str) -> tuple[Runnable, dict[str, tuple[tuple, str]]]:
+def _compile_onnx(path: str, device: str, precision: str = "fp32"
+                  ) -> tuple[Runnable, dict[str, tuple[tuple, str]]]:
     from tmlir import dtypes
     from tmlir.runtime.session import InferenceSession
 
     if not os.path.isfile(path):
         raise RunError(f"cannot open '{path}'")
-    session = InferenceSession(path, device=device)
+    session = InferenceSession(path, device=device, precision=precision)
     specs = {}
     for info in session.get_inputs():
         dtype = next((d.name for d in dtypes.DTYPES if d.onnx_type == info.type), "float32")
@@ -269,13 +275,16 @@ def _run(args) -> int:
                     or args.check_against_file):
         raise RunError("-p, --weight(s) and --check-against(-file) apply to IR files; an ONNX "
                        "model holds its weights and is checked against onnxruntime")
+    if not is_onnx and args.precision != "fp32":
+        raise RunError(f"--precision applies to ONNX models; for IR give the pipeline "
+                       f"-p 'lower-to-cuda{{precision={args.precision}}}'")
     _check_device(args.device)
     weights = _given_weights(args) if not is_onnx else ({}, None)
     inputs = _given_inputs(args)
     start = time.perf_counter()
     try:
         if is_onnx:
-            run, specs = _compile_onnx(args.file, args.device)
+            run, specs = _compile_onnx(args.file, args.device, args.precision)
         else:
             run, specs = _compile_ir(args.file, args.passes, weights, args.seed, args.device)
     except (ProgramError, SessionError) as exc:

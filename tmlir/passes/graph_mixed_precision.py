@@ -1,0 +1,166 @@
+"""``graph-mixed-precision``: float32 matmuls run on tensor cores with half-precision operands.
+
+In: ``graph`` IR and, in the context, the model's weight table (``tmlir.context``). Out:
+every ``graph.matmul`` whose lhs, rhs, bias and result are f32 and whose problem the
+tensor-core template takes (``matmul_tc.check_problem`` with the option's ``dtype``; not
+a matmul with a pinned ``schedule``) reads its lhs and rhs in ``dtype`` (``f16`` or
+``bf16``, rounded to nearest even); its bias and result stay f32, so it accumulates and
+writes in f32. Other matmuls (f64, f16 already, K or N not a multiple of 8, ...) are left
+as they are. This is opt-in: it trades float32 operand precision for tensor-core speed.
+
+How an operand is converted decides what it costs at run time:
+
+* a ``graph.weight`` is converted once, here: its data rounded into a new table entry
+  ``<name>.f16`` (``.bf16``; numbered if taken), read by a new ``graph.weight`` of the
+  narrow type. The f32 entry is kept; its ``graph.weight`` leaves the IR when nothing else
+  reads it. Every matmul reading one weight shares one converted copy;
+* a ``graph.constant`` (the pass run on its own, before ``graph-outline-constants``)
+  becomes a narrow ``graph.constant`` beside it;
+* anything else (an activation, or a weight with no table to hold the converted data: a
+  ``.mlir`` file under ``tm-opt``) gets a ``graph.cast`` right after its definition, one
+  per value, which costs an elementwise kernel (or fuses into its consumer's group).
+
+    %y = graph.matmul %x, %w : (tensor<32x64xf32>, tensor<64x48xf32>) -> tensor<32x48xf32>
+  ->
+    %w_f16 = graph.weight "w.f16" : tensor<64x48xf16>
+    %x_f16 = graph.cast %x : tensor<32x64xf32> -> tensor<32x64xf16>
+    %y = graph.matmul %x_f16, %w_f16 : (tensor<32x64xf16>, tensor<64x48xf16>) -> tensor<32x48xf32>
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import ml_dtypes
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, ModuleOp, TensorType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tmlir.context import WeightTable, fresh_weight_name, weight_table
+from tmlir.dialects import graph
+
+HalfDType = Literal["f16", "bf16"]
+_ELEMENTS: dict[str, tuple[Attribute, np.dtype]] = {
+    "f16": (Float16Type(), np.dtype(np.float16)),
+    "bf16": (BFloat16Type(), np.dtype(ml_dtypes.bfloat16)),
+}
+
+
+@dataclass(frozen=True)
+class GraphMixedPrecision(ModulePass):
+    """Give the f32 matmuls the tensor-core template takes f16 (or bf16) operands; weights
+    are converted at compile time, results and biases stay f32."""
+
+    name = "graph-mixed-precision"
+
+    dtype: HalfDType = "f16"
+    """The operands' element type: ``f16`` or ``bf16`` (accumulation stays f32)."""
+    target_arch: str = "sm_90"
+    """The GPU architecture: before sm_80 there are no tensor cores, and nothing changes."""
+
+    def __post_init__(self) -> None:
+        from tmlir.passes.convert_graph_to_tm import check_target_arch
+
+        check_target_arch(self.name, self.target_arch)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        element, numpy_dtype = _ELEMENTS[self.dtype]
+        taken = {w.weight_name.data for w in op.walk() if isinstance(w, graph.WeightOp)}
+        converter = _Converter(self.dtype, element, numpy_dtype, weight_table(ctx), taken)
+        for matmul in [o for o in op.walk() if isinstance(o, graph.MatmulOp)]:
+            if takes_tensor_cores(matmul, element, self.target_arch):
+                converter.convert_operands(matmul)
+        converter.erase_unused_weights()
+
+
+def takes_tensor_cores(matmul: graph.MatmulOp, element: Attribute, arch: str = "sm_90") -> bool:
+    """Whether `matmul` is an f32 matmul (operands, bias, result) outside any fused group,
+    without a pinned schedule, whose problem the tensor-core template takes with operands
+    of `element` on `arch`."""
+    from tmlir.schedules import matmul_tc
+    from tmlir.schedules.matmul_simt import MatmulProblem
+    from tmlir.schedules.pinned import SCHEDULE_ATTR
+    from tmlir.schedules.registry import NoTemplate
+    from tmlir.schedules.templates import has_tensor_cores, tunable_problem
+
+    if not has_tensor_cores(arch) or not isinstance(matmul.parent_op(), func.FuncOp) \
+            or SCHEDULE_ATTR in matmul.attributes:
+        return False
+    if not all(isinstance(v.type, TensorType) and isinstance(v.type.get_element_type(), Float32Type)
+               for v in (*matmul.operands, matmul.result)):
+        return False
+    tunable = tunable_problem(matmul)
+    if tunable is None or not isinstance(tunable[1], MatmulProblem):
+        return False
+    try:
+        matmul_tc.check_problem(tunable[1], element)
+    except NoTemplate:
+        return False
+    return True
+
+
+@dataclass
+class _Converter:
+    """Converts matmul operands to the narrow type, one converted value per original value
+    and one table entry per weight name."""
+
+    dtype: str
+    element: Attribute
+    numpy_dtype: np.dtype
+    table: WeightTable | None
+    taken: set[str]
+    values: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    entries: dict[str, str] = field(default_factory=dict)  # f32 weight name -> narrow one
+
+    def convert_operands(self, matmul: graph.MatmulOp) -> None:
+        for index in (0, 1):  # lhs, rhs
+            matmul.operands[index] = self.narrow(matmul.operands[index])
+
+    def narrow(self, value: SSAValue) -> SSAValue:
+        """`value` in the narrow type (made once per value)."""
+        if value not in self.values:
+            self.values[value] = self.make_narrow(value)
+        return self.values[value]
+
+    def make_narrow(self, value: SSAValue) -> SSAValue:
+        owner = value.owner
+        if isinstance(owner, graph.WeightOp) and self.table is not None \
+                and owner.weight_name.data in self.table:
+            new: Operation = graph.WeightOp(self.narrow_entry(owner.weight_name.data), self.narrow_type(value))
+        elif isinstance(owner, graph.ConstantOp):
+            new = graph.ConstantOp.from_array(owner.array().astype(self.numpy_dtype))
+        else:
+            new = graph.CastOp(value, self.element)
+        new.results[0].name_hint = f"{value.name_hint}_{self.dtype}" if value.name_hint else None
+        at = InsertPoint.after(owner) if isinstance(owner, Operation) else \
+            InsertPoint.at_start(owner) if isinstance(owner, Block) else None
+        assert at is not None
+        Rewriter.insert_op(new, at)
+        return new.results[0]
+
+    def narrow_entry(self, name: str) -> str:
+        """The table entry holding weight `name` rounded to the narrow type (made once)."""
+        assert self.table is not None
+        if name not in self.entries:
+            narrow = fresh_weight_name(self.table, f"{name}.{self.dtype}", self.taken)
+            self.taken.add(narrow)
+            self.table[narrow] = np.ascontiguousarray(np.asarray(self.table[name]).astype(self.numpy_dtype))
+            self.entries[name] = narrow
+        return self.entries[name]
+
+    def narrow_type(self, value: SSAValue) -> TensorType:
+        assert isinstance(value.type, TensorType)
+        return TensorType(self.element, value.type.get_shape())
+
+    def erase_unused_weights(self) -> None:
+        """The f32 weights and constants nothing reads any more leave the IR (table entries stay)."""
+        for value in self.values:
+            owner = value.owner
+            if isinstance(owner, graph.WeightOp | graph.ConstantOp) and not value.uses \
+                    and owner.parent is not None:
+                Rewriter.erase_op(owner)
