@@ -131,3 +131,46 @@ def test_inputs_and_weights_at_any_address_are_copied_aligned_on_emu() -> None:
     assert x.ctypes.data % 16 != 0
     (got,) = tmlir.InferenceSession(data, device="emu").run(None, {"x": x})
     close(got, want, 64)
+
+
+def relu_conv(dtype: int) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
+    """conv(relu(x), w) + b, 3x3, pad 1: 16 -> 24 channels."""
+    rng = np.random.default_rng(4)
+    kind = NP.get(dtype, np.float32)
+    x = rng.standard_normal((2, 16, 7, 9)).astype(kind)
+    w = (rng.standard_normal((24, 16, 3, 3)) * 0.3).astype(kind)
+    b = rng.standard_normal(24).astype(kind)
+    data = model([helper.make_node("Relu", ["x"], ["r"]),
+                  helper.make_node("Conv", ["r", "w", "b"], ["y"], pads=[1, 1, 1, 1])],
+                 [helper.make_tensor_value_info("x", dtype, x.shape)],
+                 [helper.make_tensor_value_info("y", dtype, (2, 24, 7, 9))], {"w": w, "b": b})
+    return data, x, w, b
+
+
+def conv_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """conv(relu(x), w) + b in float64: 3x3, stride 1, pad 1."""
+    padded = np.pad(np.maximum(x.astype(np.float64), 0), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    h, wd = x.shape[2:]
+    y = sum(np.einsum("nchw,oc->nohw", padded[:, :, i:i + h, j:j + wd], w[:, :, i, j].astype(np.float64))
+            for i in range(3) for j in range(3))
+    return y + b.astype(np.float64)[None, :, None, None]
+
+
+def test_f16_conv_runs_on_tensor_cores_with_a_relu_prologue_fused() -> None:
+    data, x, w, b = relu_conv(F16)
+    assert templates(data) == ["conv2d_tc"]  # the relu is read through the gathered input
+    assert templates(data, target_arch="sm_75") == ["conv2d_implicit_gemm"]
+    (got,) = tmlir.InferenceSession(data, device="emu").run(None, {"x": x})
+    close(got, conv_reference(x, w, b), 16 * 9)
+
+
+def test_float32_conv_opts_in_to_fp16() -> None:
+    data, x, w, b = relu_conv(TensorProto.FLOAT)
+    assert templates(data) == ["conv2d_implicit_gemm"]
+    program, weights = compile_model(data, precision="fp16")
+    assert [k.template for k in program.kernels] == ["conv2d_tc"]  # relu and the cast read in its gather
+    assert {(b.source, b.dtype) for b in program.buffers if b.kind == "weight"} == {("w.f16", "float16"),
+                                                                                 ("b", "float32")}
+    (got,) = tmlir.InferenceSession(data, device="emu", precision="fp16").run(None, {"x": x})
+    want = conv_reference(x.astype(np.float16), w.astype(np.float16), b)
+    close(got, want, 16 * 9)

@@ -75,10 +75,10 @@ def test_pin_wins_over_tuning_records_and_fills_in_defaults():
     assert pinned == MatmulSimtParams(default.block_warps, default.warp_outer, default.lanes,
                                       default.thread_inner, 16)
     recorded = MatmulSimtParams((1, 1), (1, 1), (4, 8), (4, 4), 8)
-    kernel = kernel_for("mm", op, lambda template, problem: recorded, pinned)
+    kernel = kernel_for("mm", op, lambda template, problem, element: recorded, pinned)
     assert kernel is not None
     assert kernel.attributes["tm.params"].data["block_k"].value.data == 16
-    without_pin = kernel_for("mm", op, lambda template, problem: recorded)
+    without_pin = kernel_for("mm", op, lambda template, problem, element: recorded)
     assert without_pin is not None and without_pin.block.data == recorded.threads
 
 

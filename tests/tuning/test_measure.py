@@ -29,6 +29,16 @@ def test_time_candidates():
 
 
 @gpu_test
+def test_time_tensor_core_candidates():
+    """f16 and bf16 operands, checked at their precision: every candidate correct."""
+    for element in ("f16", "bf16"):
+        kernel = TunableKernel("matmul_tc", MatmulProblem.plain(128, 96, 64), element)
+        candidates = kernel.candidates()[:3]
+        times = time_candidates(kernel, candidates, TuningTarget.current().arch, jobs=2, repeats=5)
+        assert all(isinstance(t, float) and 0 < t < 1 for t in times.values()), times
+
+
+@gpu_test
 def test_tune_model_writes_records_that_compiles_use(tmp_path):
     path = tmp_path / "records.jsonl"
     target = TuningTarget.current()

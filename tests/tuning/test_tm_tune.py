@@ -39,6 +39,7 @@ def test_dry_run_report(conv_net_path, tmp_path, capsys):
     (["missing.onnx", "--dry-run"], "no such model file: missing.onnx"),
     (["{model}", "--dry-run", "--min-occupancy", "2"], "expected a number in [0, 1], got 2.0"),
     (["{model}", "--dry-run", "--arch", "sm_1"], "invalid choice: 'sm_1'"),
+    (["{model}", "--dry-run", "--precision", "fp8"], "invalid choice: 'fp8'"),
     (["{model}", "--dry-run", "--input-shape", "x"], "expected NAME=D1,D2,..."),
     (["{model}", "--dry-run", "--json", "/no/such/dir/r.json"], "--json /no/such/dir/r.json"),
     (["{bad}", "--dry-run"], "tm-tune: error: "),

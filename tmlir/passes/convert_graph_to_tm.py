@@ -57,9 +57,8 @@ from tmlir.ir.diagnostics import OpError, failing_op
 from tmlir.schedules.elementwise import elementwise_kernel
 from tmlir.schedules.fusion import anchor_of, fuse_group
 from tmlir.schedules.kernel_key import group_key
-from tmlir.schedules.matmul_simt import MatmulSimtParams
 from tmlir.schedules.pinned import OPTIONS, check_option, pinned_params, resolve, verify_schedules
-from tmlir.schedules.templates import TunableProblem, TunedParams, kernel_for
+from tmlir.schedules.templates import TemplateParams, TunableProblem, TunedParams, kernel_for
 
 
 def buffer_type(type: TensorType) -> MemRefType:
@@ -302,8 +301,8 @@ def _with_defaults(recorded: TunedParams | None,
     if recorded is None and not any(defaults.values()):
         return None
 
-    def choose(template: str, problem: TunableProblem) -> MatmulSimtParams | None:
-        params = recorded(template, problem) if recorded is not None else None
+    def choose(template: str, problem: TunableProblem, element: str) -> TemplateParams | None:
+        params = recorded(template, problem, element) if recorded is not None else None
         if params is not None or not defaults.get(template):
             return params
         try:

@@ -1,12 +1,14 @@
-"""``graph-mixed-precision``: float32 matmuls run on tensor cores with half-precision operands.
+"""``graph-mixed-precision``: float32 matmuls and convolutions run on tensor cores with
+half-precision operands.
 
 In: ``graph`` IR and, in the context, the model's weight table (``tmlir.context``). Out:
-every ``graph.matmul`` whose lhs, rhs, bias and result are f32 and whose problem the
-tensor-core template takes (``matmul_tc.check_problem`` with the option's ``dtype``; not
-a matmul with a pinned ``schedule``) reads its lhs and rhs in ``dtype`` (``f16`` or
-``bf16``, rounded to nearest even); its bias and result stay f32, so it accumulates and
-writes in f32. Other matmuls (f64, f16 already, K or N not a multiple of 8, ...) are left
-as they are. This is opt-in: it trades float32 operand precision for tensor-core speed.
+every ``graph.matmul`` (and 2-D ``graph.conv``) whose operands, bias and result are f32
+and whose problem a tensor-core template takes on ``target-arch`` (``matmul_tc`` or
+``conv2d_tc``'s ``check_problem`` with the option's ``dtype``; not an op with a pinned
+``schedule``) reads its lhs and rhs (input and weight) in ``dtype`` (``f16`` or ``bf16``,
+rounded to nearest even); its bias and result stay f32, so it accumulates and writes in
+f32. Other ops (f64, f16 already, K or N not a multiple of 8, depthwise convolutions, any
+op before sm_80, ...) are left as they are. This is opt-in: it trades float32 operand precision for tensor-core speed.
 
 How an operand is converted decides what it costs at run time:
 
@@ -53,8 +55,8 @@ _ELEMENTS: dict[str, tuple[Attribute, np.dtype]] = {
 
 @dataclass(frozen=True)
 class GraphMixedPrecision(ModulePass):
-    """Give the f32 matmuls the tensor-core template takes f16 (or bf16) operands; weights
-    are converted at compile time, results and biases stay f32."""
+    """Give the f32 matmuls and convolutions the tensor-core templates take f16 (or bf16)
+    operands; weights are converted at compile time, results and biases stay f32."""
 
     name = "graph-mixed-precision"
 
@@ -72,33 +74,36 @@ class GraphMixedPrecision(ModulePass):
         element, numpy_dtype = _ELEMENTS[self.dtype]
         taken = {w.weight_name.data for w in op.walk() if isinstance(w, graph.WeightOp)}
         converter = _Converter(self.dtype, element, numpy_dtype, weight_table(ctx), taken)
-        for matmul in [o for o in op.walk() if isinstance(o, graph.MatmulOp)]:
-            if takes_tensor_cores(matmul, element, self.target_arch):
-                converter.convert_operands(matmul)
+        for anchor in [o for o in op.walk() if isinstance(o, graph.MatmulOp | graph.ConvOp)]:
+            if takes_tensor_cores(anchor, element, self.target_arch):
+                converter.convert_operands(anchor)
         converter.erase_unused_weights()
 
 
-def takes_tensor_cores(matmul: graph.MatmulOp, element: Attribute, arch: str = "sm_90") -> bool:
-    """Whether `matmul` is an f32 matmul (operands, bias, result) outside any fused group,
-    without a pinned schedule, whose problem the tensor-core template takes with operands
-    of `element` on `arch`."""
-    from tmlir.schedules import matmul_tc
-    from tmlir.schedules.matmul_simt import MatmulProblem
+def takes_tensor_cores(op: graph.MatmulOp | graph.ConvOp, element: Attribute, arch: str = "sm_90") -> bool:
+    """Whether `op` is an f32 matmul or 2-D convolution (operands, bias, result) outside
+    any fused group, without a pinned schedule, whose problem a tensor-core template
+    (``matmul_tc``, ``conv2d_tc``) takes with operands of `element` on `arch`."""
+    from tmlir.schedules import conv2d_tc, matmul_tc
+    from tmlir.schedules.conv2d import Conv2dProblem
     from tmlir.schedules.pinned import SCHEDULE_ATTR
     from tmlir.schedules.registry import NoTemplate
     from tmlir.schedules.templates import has_tensor_cores, tunable_problem
 
-    if not has_tensor_cores(arch) or not isinstance(matmul.parent_op(), func.FuncOp) \
-            or SCHEDULE_ATTR in matmul.attributes:
+    if not has_tensor_cores(arch) or not isinstance(op.parent_op(), func.FuncOp) \
+            or SCHEDULE_ATTR in op.attributes:
         return False
     if not all(isinstance(v.type, TensorType) and isinstance(v.type.get_element_type(), Float32Type)
-               for v in (*matmul.operands, matmul.result)):
+               for v in (*op.operands, *op.results)):
         return False
-    tunable = tunable_problem(matmul)
-    if tunable is None or not isinstance(tunable[1], MatmulProblem):
+    tunable = tunable_problem(op, arch)
+    if tunable is None:
         return False
     try:
-        matmul_tc.check_problem(tunable[1], element)
+        if isinstance(tunable[1], Conv2dProblem):
+            conv2d_tc.check_problem(tunable[1], element)
+        else:
+            matmul_tc.check_problem(tunable[1], element)
     except NoTemplate:
         return False
     return True
@@ -117,9 +122,9 @@ class _Converter:
     values: dict[SSAValue, SSAValue] = field(default_factory=dict)
     entries: dict[str, str] = field(default_factory=dict)  # f32 weight name -> narrow one
 
-    def convert_operands(self, matmul: graph.MatmulOp) -> None:
-        for index in (0, 1):  # lhs, rhs
-            matmul.operands[index] = self.narrow(matmul.operands[index])
+    def convert_operands(self, op: graph.MatmulOp | graph.ConvOp) -> None:
+        for index in (0, 1):  # lhs and rhs; input and weight
+            op.operands[index] = self.narrow(op.operands[index])
 
     def narrow(self, value: SSAValue) -> SSAValue:
         """`value` in the narrow type (made once per value)."""

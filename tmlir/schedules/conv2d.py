@@ -262,49 +262,60 @@ def conv2d_implicit_gemm_kernel(name: str, problem: Conv2dProblem,
         name, p, P.blocks(gemm), P.threads, "conv2d_implicit_gemm",
         {**P.describe(), "M": gemm.m, "N": gemm.n, "K": gemm.k})
     bias, y = (rest[0], rest[1]) if p.bias else (None, rest[0])
-    taps = (p.group_in, *p.kernel)  # k = (c, kh, kw)
-    pixels = (p.batch, *p.out_hw)  # a GEMM column = (n, oh, ow)
-    partial_m, partial_n = gemm.m % P.block_m != 0, gemm.n % P.block_n != 0
-    partial_k = gemm.k % P.block_k != 0
 
     def block_operands(b: IRBuilder, batch_coords: Sequence[Index]) -> GemmOperands:
-        group = batch_coords[0] if batch_coords else 0
-        c0 = b.mul(group, p.group_in, "c0")  # the group's first input channel
-        co0 = b.mul(group, p.group_out, "co0")  # and first output channel
-
-        def load_weight(row: Index, k: Index) -> SSAValue:
-            # Rows past a partial tile read the next group's weights (or 0 past C_out)
-            # into accumulators that are never stored; k past K must give 0.
-            c, kh, kw = _named(b.unravel(k, taps, in_range=not partial_k), ["c", "kh", "kw"])
-            guard = [d for d, g in ((0, partial_m), (1, partial_k)) if g]
-            return b.load(w, [b.add(co0, row), c, kh, kw], guard)
-
-        def load_im2col(col: Index, k: Index) -> SSAValue:
-            c, kh, kw = _named(b.unravel(k, taps, in_range=not partial_k), ["c", "kh", "kw"])
-            n, oh, ow = _named(b.unravel(col, pixels, in_range=not partial_n), ["n", "oh", "ow"])
-            conditions = [b.lt(c, p.group_in)] if partial_k else []
-            if partial_n:
-                conditions.append(b.lt(n, p.batch))
-            index = _input_index(b, p, n, b.add(c0, c, "ci"), oh, ow, kh, kw, conditions)
-            return b.load_if(_named_condition(b, conditions), x, index)
-
-        def store_output(row: Index, col: Index, value: SSAValue) -> None:
-            n, oh, ow = _named(b.unravel(col, pixels, in_range=not partial_n), ["n", "oh", "ow"])
-            co = b.add(co0, row, "co")
-            if bias is not None:
-                bv = b.load(bias, [co], [0] if partial_m else [], name="bias")
-                value = b.fop(arith.AddfOp, value, bv)
-            if partial_m and p.groups > 1:  # a row past the group's channels is the next group's
-                with b.if_(b.lt(row, p.group_out)):
-                    b.store(value, y, [n, co, oh, ow], [0] if partial_n else [])
-            else:
-                guard = [d for d, g in ((0, partial_n), (1, partial_m)) if g]
-                b.store(value, y, [n, co, oh, ow], guard)
-
-        return GemmOperands(load_weight, load_im2col, store_output)
+        return conv_gemm_operands(b, p, (P.block_m, P.block_n, P.block_k), (x, w, bias, y), batch_coords)
 
     simt_gemm(kernel, gemm, P, block_operands, ("group", "tile_m", "tile_n"))
     return kernel
+
+
+def conv_gemm_operands(b: IRBuilder, problem: Conv2dProblem, block: tuple[int, int, int],
+                       args: tuple[SSAValue, SSAValue, SSAValue | None, SSAValue],
+                       batch_coords: Sequence[Index]) -> GemmOperands:
+    """One block's implicit-GEMM operands (any GEMM template with a `block` tile of
+    ``block_m x block_n x block_k``): A the weights of the block's group (``batch_coords``:
+    the group), B the im2col matrix (0 in the padding and past K and N), and the store of
+    C into ``y`` with the bias of the row's channel. `args` are ``(x, w, bias, y)``."""
+    p, gemm = problem, problem.gemm
+    x, w, bias, y = args
+    taps = (p.group_in, *p.kernel)  # k = (c, kh, kw)
+    pixels = (p.batch, *p.out_hw)  # a GEMM column = (n, oh, ow)
+    partial_m, partial_n, partial_k = (extent % tile != 0 for extent, tile in zip((gemm.m, gemm.n, gemm.k), block))
+    group = batch_coords[0] if batch_coords else 0
+    c0 = b.mul(group, p.group_in, "c0")  # the group's first input channel
+    co0 = b.mul(group, p.group_out, "co0")  # and first output channel
+
+    def load_weight(row: Index, k: Index) -> SSAValue:
+        # Rows past a partial tile read the next group's weights (or 0 past C_out)
+        # into accumulators that are never stored; k past K must give 0.
+        c, kh, kw = _named(b.unravel(k, taps, in_range=not partial_k), ["c", "kh", "kw"])
+        guard = [d for d, g in ((0, partial_m), (1, partial_k)) if g]
+        return b.load(w, [b.add(co0, row), c, kh, kw], guard)
+
+    def load_im2col(col: Index, k: Index) -> SSAValue:
+        c, kh, kw = _named(b.unravel(k, taps, in_range=not partial_k), ["c", "kh", "kw"])
+        n, oh, ow = _named(b.unravel(col, pixels, in_range=not partial_n), ["n", "oh", "ow"])
+        conditions = [b.lt(c, p.group_in)] if partial_k else []
+        if partial_n:
+            conditions.append(b.lt(n, p.batch))
+        index = _input_index(b, p, n, b.add(c0, c, "ci"), oh, ow, kh, kw, conditions)
+        return b.load_if(_named_condition(b, conditions), x, index)
+
+    def store_output(row: Index, col: Index, value: SSAValue) -> None:
+        n, oh, ow = _named(b.unravel(col, pixels, in_range=not partial_n), ["n", "oh", "ow"])
+        co = b.add(co0, row, "co")
+        if bias is not None:
+            bv = b.load(bias, [co], [0] if partial_m else [], name="bias")
+            value = b.fop(arith.AddfOp, value, bv)
+        if partial_m and p.groups > 1:  # a row past the group's channels is the next group's
+            with b.if_(b.lt(row, p.group_out)):
+                b.store(value, y, [n, co, oh, ow], [0] if partial_n else [])
+        else:
+            guard = [d for d, g in ((0, partial_n), (1, partial_m)) if g]
+            b.store(value, y, [n, co, oh, ow], guard)
+
+    return GemmOperands(load_weight, load_im2col, store_output)
 
 
 def conv2d_direct_kernel(name: str, problem: Conv2dProblem,

@@ -46,10 +46,11 @@ SCHEDULE_ATTR = "schedule"
 #: problem, the tensor-core matmul `MatmulTcParams`), and its default for a GEMM problem.
 SPACES: dict[str, Space] = {
     "matmul_simt": MATMUL_SIMT_SPACE, "conv2d_implicit_gemm": MATMUL_SIMT_SPACE, "matmul_tc": MATMUL_TC_SPACE,
+    "conv2d_tc": MATMUL_TC_SPACE,
 }
 DEFAULTS: dict[str, Callable[[MatmulProblem], TemplateParams]] = {
     "matmul_simt": MatmulSimtParams.default_for, "conv2d_implicit_gemm": MatmulSimtParams.default_for,
-    "matmul_tc": default_params,
+    "matmul_tc": default_params, "conv2d_tc": default_params,
 }
 #: The ``convert-graph-to-tm`` option that changes each template's defaults.
 OPTIONS = {"matmul_simt": "matmul", "conv2d_implicit_gemm": "conv"}
@@ -148,6 +149,9 @@ def pinned_params(op: Operation, arch: str = DEFAULT_ARCH) -> TemplateParams | N
     try:
         return resolve(template, problem, values_from_attr(attr, SPACES[template]))
     except ValueError as exc:
+        elsewhere = tunable_problem(op)
+        if elsewhere is not None and elsewhere[0] != template:  # a tensor-core op, on an older arch
+            exc = ValueError(f"{exc}; on {arch} (no tensor cores) this op takes {template}, not {elsewhere[0]}")
         raise OpError(op, f"'{op.name}': schedule: {exc}") from exc
 
 

@@ -25,7 +25,8 @@ elementwise, logic, ``where``, cast    ``elementwise.py`` (one thread per elemen
 reductions, softmax, layer norm, pools ``reduction_ops.py`` → ``reduce.py``, ``pool.py``
 ``lp_pool``, ``lrn``                   ``normalization.py`` → ``pool.py``, LRN (per element)
 ``max_pool_with_indices``              ``pool_indices.py`` (window, best value and index)
-``conv``, ``conv_transpose``, BN       ``conv.py`` (implicit GEMM, direct, elementwise)
+``conv``, ``conv_transpose``, BN       ``conv.py`` (implicit GEMM, direct, elementwise);
+                                       f16/bf16 2-D ``conv``: ``conv2d_tc.py`` (sm_80+)
 data movement                          ``data_movement.py`` (one thread per element)
 ``take``, ``gather_nd``, ...           ``indexing.py`` (run-time indices)
 ``recurrence``                         ``recurrent.py`` (time loop in one kernel, state on chip)
@@ -44,6 +45,7 @@ from tmlir.dialects import graph, tm
 from tmlir.ir.diagnostics import errors_about_op
 from tmlir.schedules import (
     conv,
+    conv2d_tc,
     data_movement,
     elementwise_functions,
     indexing,
@@ -93,9 +95,10 @@ def check_element_types(op: Operation) -> None:
 
 TunableProblem = MatmulProblem | Conv2dProblem
 TemplateParams = MatmulSimtParams | MatmulTcParams
-#: Recorded parameters for a tunable kernel, given its template name and problem (see
-#: `tunable_problem`); None to use the template's default.
-TunedParams = Callable[[str, TunableProblem], TemplateParams | None]
+#: Recorded parameters for a tunable kernel, given its template name, problem (see
+#: `tunable_problem`) and the element type it computes on (``f32``; ``f16`` or ``bf16``
+#: for the tensor-core templates); None to use the template's default.
+TunedParams = Callable[[str, TunableProblem, str], TemplateParams | None]
 #: The oldest compute capability with the tensor-core instructions the templates use
 #: (``mma.sync`` m16n8k16, ``ldmatrix``, ``cp.async``).
 TENSOR_CORE_ARCH = 80
@@ -132,7 +135,9 @@ def tunable_problem(op: Operation, arch: str = DEFAULT_ARCH) -> tuple[str, Tunab
     if isinstance(op, graph.ConvOp) and len(_shape(op.input)) == 4:
         problem = conv_problem(_shape(op.input), _shape(op.weight), *op.attributes_tuple(),
                                op.bias is not None)
-        return None if problem.prefers_direct else ("conv2d_implicit_gemm", problem)
+        if problem.prefers_direct:
+            return None
+        return ("conv2d_tc" if _tensor_core_conv(op, problem, arch) else "conv2d_implicit_gemm"), problem
     return None
 
 
@@ -148,12 +153,29 @@ def _tensor_core_element(op: graph.MatmulOp, problem: MatmulProblem, arch: str) 
     return element
 
 
+def _tensor_core_conv(op: graph.ConvOp, problem: Conv2dProblem, arch: str) -> bool:
+    """Whether the tensor-core convolution builds `op` on `arch`."""
+    element = op.input.type.get_element_type()  # type: ignore[attr-defined]
+    if not has_tensor_cores(arch) or op.weight.type.get_element_type() != element:  # type: ignore[attr-defined]
+        return False
+    try:
+        conv2d_tc.check_problem(problem, element)
+    except NoTemplate:
+        return False
+    return True
+
+
 def prologue_free_operands(op: Operation, arch: str = DEFAULT_ARCH) -> tuple[int, ...]:
     """The operands of `op` that its template reads other than by ``tm.load`` (the
-    tensor-core matmul copies A and B with ``cp.async``): no fused prologue may compute
+    tensor-core templates copy operands with ``cp.async``): no fused prologue may compute
     them (``graph-partition``)."""
-    tunable = tunable_problem(op, arch) if isinstance(op, graph.MatmulOp) else None
-    return PROLOGUE_FREE if tunable is not None and tunable[0] == "matmul_tc" else ()
+    tunable = tunable_problem(op, arch) if isinstance(op, graph.MatmulOp | graph.ConvOp) else None
+    if tunable is None:
+        return ()
+    template, problem = tunable
+    if template == "matmul_tc":
+        return PROLOGUE_FREE
+    return conv2d_tc.prologue_free(problem) if isinstance(problem, Conv2dProblem) and template == "conv2d_tc" else ()
 
 
 @errors_about_op  # tm-opt then names the op's file:line:col
@@ -167,7 +189,8 @@ def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None,
     check_element_types(op)
     if (tunable := tunable_problem(op, arch)) is not None:
         template, problem = tunable
-        params = pinned or (tuned(template, problem) if tuned is not None else None)
+        computed = str(op.operands[0].type.get_element_type()) if template.endswith("_tc") else "f32"  # type: ignore
+        params = pinned or (tuned(template, problem, computed) if tuned is not None else None)
         if template == "matmul_tc":
             assert isinstance(problem, MatmulProblem)
             if params is not None and not isinstance(params, MatmulTcParams):
@@ -175,6 +198,13 @@ def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None,
                                  "tensor cores (f16/bf16 operands)")
             kernel = matmul_tc_kernel(name, problem, params or default_params(problem),
                                       op.operands[0].type.get_element_type())  # type: ignore[attr-defined]
+        elif template == "conv2d_tc":
+            assert isinstance(problem, Conv2dProblem)
+            if params is not None and not isinstance(params, MatmulTcParams):
+                raise ValueError("the parameters are the SIMT convolution's, but this convolution runs "
+                                 "on tensor cores (f16/bf16 operands)")
+            kernel = conv2d_tc.conv2d_tc_kernel(name, problem, params or default_params(problem.gemm),
+                                                op.operands[0].type.get_element_type())  # type: ignore[attr-defined]
         elif isinstance(problem, MatmulProblem):
             element = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
             if isinstance(element, Float64Type):  # in double; records tune f32 (the defaults fit f64)

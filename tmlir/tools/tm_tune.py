@@ -4,9 +4,11 @@
     tm-tune model.onnx --dry-run --json report.json
     tm-tune model.onnx                           # on a GPU: time, write the records
     tm-tune model.onnx --scheduler tcp://host:8786   # compile on a Dask cluster
+    tm-tune model.onnx --precision fp16 --dry-run    # a float32 model's matmuls on tensor cores
 
-Every tunable kernel of the model (matmul, implicit-GEMM convolution), one per signature,
-has its whole schedule space compiled for ``--arch`` (no GPU needed) and filtered on
+Every tunable kernel of the model (a matmul on SIMT, or on tensor cores for f16/bf16
+operands from sm_80; an implicit-GEMM convolution), one per signature, has its whole
+schedule space compiled for ``--arch`` (no GPU needed) and filtered on
 ``ptxas -v``: no spills, no local memory, occupancy at least ``--min-occupancy``. A dry
 run stops there and reports, per kernel and in total, the candidates kept and rejected
 (by reason), the wall time and the candidates compiled per second. Otherwise the kept
@@ -75,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
                         metavar="NAME=D1,D2,...", help="fix a dynamic input's shape")
     parser.add_argument("--no-fusion", action="store_true",
                         help="tune the kernels of the unfused model")
+    parser.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default="fp32",
+                        help="tune the kernels of a compile at this precision: fp16/bf16 give "
+                             "a float32 model's matmuls tensor cores (lower-to-cuda's option)")
     parser.add_argument("--limit", type=positive_int, default=None,
                         help="only the first LIMIT candidates of each space (and the default)")
     parser.add_argument("--warmup", type=positive_int, default=3, help="runs before timing")
@@ -153,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             jobs=args.jobs, input_shapes=dict(args.input_shape) or None,
             min_occupancy=MIN_OCCUPANCY if args.min_occupancy is None else args.min_occupancy,
             fusion=not args.no_fusion, warmup=args.warmup, repeats=args.repeat, limit=args.limit,
-            progress=not args.quiet)
+            progress=not args.quiet, precision=args.precision)
     except (FrontendError, ValueError) as exc:  # a model that cannot be imported or built
         return fail(str(exc).splitlines()[0], 2)
     except (RuntimeError, OSError) as exc:  # CudaCompileError, CudaRuntimeError, I/O

@@ -2,14 +2,16 @@
 
 `time_candidates` compiles the candidates of one tunable kernel to PTX (in chunks, on an
 executor, as ``compile.py`` does), loads them (``tmlir.backends.cuda_runtime``) and runs
-each on the same random inputs. The default candidate runs first: its output is the
-reference. Every other candidate's output buffer is filled with NaN, the candidate runs
-once, and its output must match the reference (max abs difference within `rtol` of the
-reference's max abs value) -- a wrong candidate is rejected and never timed. A correct
-one runs `warmup` times, then `repeats` samples are timed between two CUDA events on the
-default stream (each sample as many launches back to back as fill ``BATCH_SECONDS``, so
-that a short kernel's time is not the host's launch gap); its time is the median sample
-over its launches. `tune` picks the fastest of any timings.
+each on the same random inputs (of the kernel's argument types: f16 or bf16 operands for
+a tensor-core matmul). The default candidate runs first: its output is the reference.
+Every other candidate's output buffer is filled with NaN, the candidate runs once, and
+its output must match the reference (max abs difference within `rtol` of the reference's
+max abs value; by default the kernel's, `TunableKernel.rtol`: 1e-4 for f32 operands,
+about the operands' precision for f16 and bf16) -- a wrong candidate is rejected and
+never timed. A correct one runs `warmup` times, then `repeats` samples are timed between
+two CUDA events on the default stream (each sample as many launches back to back as fill
+``BATCH_SECONDS``, so that a short kernel's time is not the host's launch gap); its time
+is the median sample over its launches. `tune` picks the fastest of any timings.
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ import numpy as np
 from tmlir.backends.kernel_abi import KernelSignature
 from tmlir.tuning.compile import CHUNK, chunks
 from tmlir.tuning.programs import candidate_program
-from tmlir.tuning.space import Candidate, TunableKernel
+from tmlir.tuning.space import RTOLS, Candidate, TunableKernel
 
-#: Relative error (against the reference's largest magnitude) a correct candidate stays in.
-RTOL = 1e-4
+#: Relative error (against the reference's largest magnitude) a correct f32 candidate
+#: stays in (half-precision kernels: `TunableKernel.rtol`).
+RTOL = RTOLS["f32"]
 #: A timed sample is this long at least (as many launches as fit, up to 100).
 BATCH_SECONDS = 2e-4
 
@@ -39,6 +42,18 @@ def compile_chunk_ptx(kernel: TunableKernel, chunk: Sequence[Candidate], arch: s
 
     program = candidate_program(kernel, chunk)
     return compile_ptx(program.source, arch), [k.signature for k in program.kernels]
+
+
+def candidate_inputs(kernel: TunableKernel, seed: int = 0
+                     ) -> list[np.ndarray | tuple[tuple[int, ...], np.dtype]]:
+    """Random standard-normal inputs of `kernel`'s argument types and shapes (f16 or bf16
+    operands of a tensor-core matmul are rounded from the same f32 draws), then the
+    output's (shape, dtype)."""
+    rng = np.random.default_rng(seed)
+    *shapes, out_shape = kernel.arg_shapes
+    *types, out_dtype = kernel.arg_dtypes
+    return [*(rng.standard_normal(s).astype(np.float32).astype(t) for s, t in zip(shapes, types)),
+            (out_shape, out_dtype)]
 
 
 class _Events:
@@ -76,7 +91,7 @@ class _Events:
 
 def time_candidates(kernel: TunableKernel, candidates: Sequence[Candidate], arch: str,
                     executor: Executor | None = None, jobs: int | None = None,
-                    warmup: int = 3, repeats: int = 20, rtol: float = RTOL,
+                    warmup: int = 3, repeats: int = 20, rtol: float | None = None,
                     progress: bool = False) -> dict[int, float | str]:
     """Seconds per run (median of `repeats`) of each candidate by index, or why it was
     not timed ("wrong result"); the default candidate is compiled and run as the
@@ -97,12 +112,11 @@ def time_candidates(kernel: TunableKernel, candidates: Sequence[Candidate], arch
     modules = [CudaModule(ptx, sigs) for ptx, sigs in compiled]
     module_of = {c.index: m for part, m in zip(parts, modules) for c in part}
 
-    rng = np.random.default_rng(0)
-    *input_shapes, out_shape = kernel.arg_shapes
-    inputs = [DeviceBuffer.from_array(rng.standard_normal(s).astype(np.float32))
-              for s in input_shapes]
-    out = DeviceBuffer.empty(out_shape, np.float32)
-    nan = np.full(out_shape, np.nan, np.float32)
+    rtol = kernel.rtol if rtol is None else rtol
+    *arrays, (out_shape, out_dtype) = candidate_inputs(kernel)
+    inputs = [DeviceBuffer.from_array(a) for a in arrays]
+    out = DeviceBuffer.empty(out_shape, out_dtype)
+    nan = np.full(out_shape, np.nan, out_dtype)
     events = _Events()
     bar = _progress(len(todo), "time", progress)
 

@@ -9,6 +9,10 @@ version)::
                 "thread_inner": [4, 4], "block_k": 8},
      "seconds": 3.1e-05, "candidates": 184, "timed": 150, "date": "2026-11-25T12:00:00+00:00"}
 
+``params`` are the fields of the template's parameter object (`MatmulSimtParams` for the
+SIMT templates, `MatmulTcParams` for ``matmul_tc``: ``{"block_m": 64, "block_n": 64,
+"block_k": 32, "warps": [2, 2], "stages": 3}``).
+
 The file is `default_records_path()` (``$TMLIR_TUNING_RECORDS``, else
 ``tuning_records.jsonl`` in the cache directory) unless a path is given. `TuningRecords.add`
 rewrites it whole under an exclusive lock (``fcntl.flock`` on ``<file>.lock``): it reads
@@ -20,8 +24,9 @@ other's records.
 A compile finds the records through `recorded_params`, the `TunedParams` lookup that
 ``convert-graph-to-tm`` hands to the templates when it is given a target device: the
 record of the signature for that device, arch and this tmlir version. A record whose
-parameters are not a valid candidate of the kernel's space (the space changed) is
-ignored with a warning, and the template's default is used.
+parameters are not a valid candidate of the kernel's space (the space changed), are of
+another template's kind, or that names another template, is ignored with a warning, and
+the template's default is used.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from pathlib import Path
 from tmlir import __version__
 from tmlir.backends.cache import cache_dir
 from tmlir.schedules.matmul_simt import MatmulSimtParams
-from tmlir.schedules.templates import TunableProblem, TunedParams
+from tmlir.schedules.templates import TemplateParams, TunableProblem, TunedParams
 
 #: Environment variable naming the records file.
 RECORDS_ENV = "TMLIR_TUNING_RECORDS"
@@ -75,18 +80,21 @@ class TuningTarget:
         return cls(bytes(name).split(b"\0")[0].decode(), device_arch())
 
 
-def params_to_json(params: MatmulSimtParams) -> dict:
+def params_to_json(params: TemplateParams) -> dict:
+    """The fields of a parameter object, pairs as lists."""
     return {f.name: list(v) if isinstance(v := getattr(params, f.name), tuple) else v
             for f in dataclasses.fields(params)}
 
 
-def params_from_json(data: dict) -> MatmulSimtParams:
-    """The parameters of a record; ValueError if they are not `MatmulSimtParams`."""
+def params_from_json(data: dict, kind: type = MatmulSimtParams) -> TemplateParams:
+    """The parameters of a record as a `kind` (`MatmulSimtParams` or `MatmulTcParams`);
+    ValueError if they are not of that kind."""
+    if not isinstance(data, dict):
+        raise ValueError(f"bad parameters {data!r}: not an object")
     try:
-        return MatmulSimtParams(**{k: tuple(v) if isinstance(v, list) else v
-                                   for k, v in data.items()})
+        return kind(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"bad parameters {data}: {exc}") from None
+        raise ValueError(f"bad parameters {data} for {kind.__name__}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -109,7 +117,7 @@ class TuningRecord:
         return (self.signature, self.device, self.arch, self.tmlir)
 
     @classmethod
-    def of(cls, signature: str, template: str, target: TuningTarget, params: MatmulSimtParams,
+    def of(cls, signature: str, template: str, target: TuningTarget, params: TemplateParams,
            seconds: float, candidates: int, timed: int) -> TuningRecord:
         """A new record, dated now."""
         return cls(signature, template, target.device_name, target.arch,
@@ -190,28 +198,38 @@ def recorded_params(target: TuningTarget, path: str | os.PathLike | None = None
                     ) -> TunedParams:
     """The lookup a compile for `target` uses: the recorded parameters of a tunable
     kernel, or None (no record, or an invalid one: warned about). The file is read once,
-    when the lookup is made."""
+    when the lookup is made.
+
+    The lookup takes the template and problem (`TunedParams`), and optionally the
+    operands' element type (``f16``/``bf16``; `TunableKernel.element`): a tensor-core
+    matmul looked up without it takes the record of its first element type that has one
+    (f16, then bf16)."""
     from tmlir.tuning.space import TEMPLATES, TunableKernel
 
     records = TuningRecords(path)
     table = records.load()
 
-    def lookup(template: str, problem: TunableProblem) -> MatmulSimtParams | None:
-        if template not in TEMPLATES:  # not tuned yet (the tensor-core matmul): its default
-            return None
-        kernel = TunableKernel(template, problem)
-        record = table.get((kernel.signature, target.device_name, target.arch, __version__))
-        if record is None:
-            return None
+    def lookup(template: str, problem: TunableProblem, element: str = "") -> TemplateParams | None:
+        elements = [element] if element else list(TEMPLATES[template].elements)
+        for name in elements:
+            kernel = TunableKernel(template, problem, name)
+            record = table.get((kernel.signature, target.device_name, target.arch, __version__))
+            if record is not None:
+                return _checked(kernel, record)
+        return None
+
+    def _checked(kernel: TunableKernel, record: TuningRecord) -> TemplateParams | None:
         try:
-            params = params_from_json(record.params)
+            params = params_from_json(record.params, kernel.info.params)
         except ValueError as exc:
             params, why = None, str(exc)
         else:
             why = "" if kernel.is_valid(params) else f"{params_to_json(params)} is not in its space"
+        if record.template != kernel.template:
+            why = f"recorded for template '{record.template}', not '{kernel.template}'"
         if params is None or why:
             warnings.warn(f"{records.path}: ignored the record of {kernel.signature} on "
-                          f"{target.device_name} ({why}); using the default", stacklevel=2)
+                          f"{target.device_name} ({why}); using the default", stacklevel=3)
             return None
         return params
 

@@ -102,11 +102,14 @@ def tune_model(model: Any, target: TuningTarget, *, dry_run: bool = False,
                jobs: int | None = None, min_occupancy: float = MIN_OCCUPANCY,
                input_shapes: Mapping[str, Sequence[int]] | None = None, fusion: bool = True,
                warmup: int = 3, repeats: int = 20, limit: int | None = None,
-               limits: SmLimits = SM90, progress: bool = False) -> TuningReport:
+               limits: SmLimits = SM90, progress: bool = False, precision: str = "fp32"
+               ) -> TuningReport:
     """Tune the tunable kernels of ONNX `model` for `target`, or (a dry run) compile and
     filter their spaces only, no GPU needed. Records go to `records` (default: the
     standard file). `limit` keeps only the first `limit` candidates of each space (and
-    the default); `limits` are the SM's resources the occupancy is computed for.
+    the default); `limits` are the SM's resources the occupancy is computed for;
+    `precision` is the compile's (``lower-to-cuda{precision=...}``: ``fp16``/``bf16``
+    tunes the tensor-core kernels a float32 model's matmuls then get).
 
     A dry run compiles every kernel's space at once (the most parallel). A tuning run
     takes the kernels one by one, the most work first (occurrences times GEMM size):
@@ -115,7 +118,7 @@ def tune_model(model: Any, target: TuningTarget, *, dry_run: bool = False,
     processes (spawned, not forked, when this process holds a CUDA context).
     """
     start = time.perf_counter()
-    kernels = model_kernels(model, input_shapes, fusion)
+    kernels = model_kernels(model, input_shapes, fusion, target.arch, precision)
     spaces = {k.kernel: [c for c in k.kernel.candidates()
                          if limit is None or c.index < limit or c.default] for k in kernels}
     report = TuningReport(str(model) if isinstance(model, str | os.PathLike) else "<model>",

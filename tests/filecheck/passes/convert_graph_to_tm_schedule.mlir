@@ -56,3 +56,14 @@ func.func @conv(%x: tensor<1x8x10x10xf32>, %w: tensor<8x8x3x3xf32>) -> tensor<1x
   %c = graph.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, schedule = {block_warps = array<i64: 1, 2>, lanes = array<i64: 2, 16>, warp_outer = array<i64: 1, 1>, block_k = 16}} : (tensor<1x8x10x10xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x10x10xf32>
   func.return %c : tensor<1x8x10x10xf32>
 }
+
+// -----
+
+// On f16/bf16 operands (sm_80+) a pin names the tensor-core template's parameters.
+// CHECK-LABEL: tm.kernel @matmul_0(%A: memref<2x64x32xbf16>, %B: memref<48x32xbf16>, %C: memref<2x64x48xf32>)
+// CHECK-SAME:    tm.template = "matmul_tc"
+// CHECK-SAME:    block_m = 64 : i64, block_n = 64 : i64, block_k = 16 : i64, warps = "2x2", stages = 4 : i64, {{.*}}dtype = "bf16"
+func.func @pinned(%x: tensor<2x64x32xbf16>, %w: tensor<48x32xbf16>) -> tensor<2x64x48xf32> {
+  %y = graph.matmul %x, %w {transpose_rhs, schedule = {block_k = 16, stages = 4}} : (tensor<2x64x32xbf16>, tensor<48x32xbf16>) -> tensor<2x64x48xf32>
+  func.return %y : tensor<2x64x48xf32>
+}

@@ -1,5 +1,6 @@
-// RUN: tm-opt %s --split-input-file -p convert-graph-to-tm --verify-diagnostics
+// RUN: tm-opt %s --split-input-file -p 'convert-graph-to-tm{target-arch=sm_75}' --verify-diagnostics
 // RUN: not tm-opt %s --split-input-file -p convert-graph-to-tm 2>&1 | filecheck %s
+// (The first RUN line targets sm_75, whose matmuls all take the SIMT templates: see the last case.)
 //
 // Invalid pinned schedules: one error each, naming the op (with its place in the text)
 // and the parameter. Without --verify-diagnostics the first one stops tm-opt:
@@ -81,4 +82,13 @@ func.func @on_the_group(%a: tensor<16x8xf32>, %b: tensor<8x32xf32>) -> tensor<16
     graph.yield %r_1 : tensor<16x32xf32>
   }
   func.return %r : tensor<16x32xf32>
+}
+
+// -----
+
+// A pin of the tensor-core template's parameters, compiled for a GPU without tensor cores.
+func.func @no_tensor_cores(%a: tensor<16x64xf16>, %b: tensor<64x32xf16>) -> tensor<16x32xf16> {
+  // expected-error@+1 {{'graph.matmul': schedule: unknown parameter 'stages' (parameters of matmul_simt: block_warps, lanes, warp_outer, thread_inner, block_k); on sm_75 (no tensor cores) this op takes matmul_simt, not matmul_tc}}
+  %c = graph.matmul %a, %b {schedule = {stages = 4}} : (tensor<16x64xf16>, tensor<64x32xf16>) -> tensor<16x32xf16>
+  func.return %c : tensor<16x32xf16>
 }

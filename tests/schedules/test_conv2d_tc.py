@@ -1,0 +1,100 @@
+"""The tensor-core convolution (implicit GEMM on the tensor-core engine): f16/bf16 input and
+weights on emu against a float64 numpy convolution of the same half-precision values, with
+the weights copied by cp.async (K a multiple of 8) or gathered (a 3-channel stem), grouped,
+strided, dilated, padded; PTX for sm_80/sm_90 without spills; what it does not take."""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+from test_conv2d import reference_conv
+from xdsl.dialects.builtin import Attribute, BFloat16Type, Float16Type, ModuleOp
+
+from tmlir.backends.cuda_c import CudaProgram, emit_cuda
+from tmlir.backends.emu import compile_emu
+from tmlir.backends.ptx import kernel_stats, nvrtc_version
+from tmlir.passes.lower_to_cuda import LowerToCuda
+from tmlir.registry import make_context
+from tmlir.schedules.conv2d import Conv2dProblem
+from tmlir.schedules.conv2d_tc import conv2d_tc_kernel, dense_weights, prologue_free
+from tmlir.schedules.matmul_tc import MATMUL_TC_SPACE, MatmulTcParams, default_params
+from tmlir.schedules.registry import NoTemplate
+
+needs_nvrtc = pytest.mark.skipif(nvrtc_version() is None, reason="NVRTC (cuda.bindings) not available")
+
+
+def lowered(problem: Conv2dProblem, params: MatmulTcParams, element: Attribute) -> CudaProgram:
+    module = ModuleOp([conv2d_tc_kernel("conv_tc", problem, params, element)])
+    module.verify()
+    LowerToCuda().apply(make_context(), module)
+    return emit_cuda(module)
+
+
+def run_conv(problem: Conv2dProblem, params: MatmulTcParams, element: Attribute = Float16Type()) -> None:
+    """The emu result within half-precision tolerance of float64 on the same inputs."""
+    program = lowered(problem, params, element)
+    rng = np.random.default_rng(0)
+    half = np.float16 if isinstance(element, Float16Type) else ml_dtypes.bfloat16
+    x = rng.standard_normal(problem.input_shape).astype(half)
+    w = rng.standard_normal(problem.weight_shape).astype(half)
+    bias = rng.standard_normal(problem.bias_shape).astype(np.float32) if problem.bias else None
+    y = np.full(problem.out_shape, np.nan, np.float32)  # every element must be written
+    with compile_emu(program.source, [k.signature for k in program.kernels]) as emu:
+        emu.launch("conv_tc", params.blocks(problem.gemm), params.threads,
+                   [x, w, *([bias] if bias is not None else []), y])
+    want = reference_conv(problem, x.astype(np.float64), w.astype(np.float64), bias)
+    np.testing.assert_allclose(y, want, rtol=1e-3, atol=1e-3 * math.sqrt(problem.gemm.k))
+
+
+CASES = {  # (problem, params): weights dense unless K % 8
+    "3x3_pad1_bias": (Conv2dProblem((2, 16, 9, 10), (24, 16, 3, 3), pads=(1, 1, 1, 1), bias=True),
+                      MatmulTcParams(64, 64, 32, (2, 2), 3)),
+    "stem_7x7_stride2_gathered": (Conv2dProblem((1, 3, 20, 18), (16, 3, 7, 7), strides=(2, 2),
+                                                pads=(3, 3, 3, 3), bias=True), MatmulTcParams(64, 64, 32, (2, 2), 2)),
+    "groups2_dilation2": (Conv2dProblem((1, 16, 10, 11), (32, 8, 3, 3), dilations=(2, 2), pads=(2, 2, 2, 2),
+                                        groups=2), MatmulTcParams(64, 64, 16, (2, 2), 4)),
+    "1x1_stride2_partial": (Conv2dProblem((1, 32, 11, 11), (40, 32, 1, 1), strides=(2, 2)),
+                            MatmulTcParams(64, 128, 32, (2, 2), 3)),
+}
+
+
+@pytest.mark.parametrize(("problem", "params"), CASES.values(), ids=CASES.keys())
+def test_candidates_match_numpy(problem: Conv2dProblem, params: MatmulTcParams) -> None:
+    run_conv(problem, params)
+
+
+def test_bf16_and_the_default_candidate() -> None:
+    problem = Conv2dProblem((1, 8, 8, 8), (16, 8, 3, 3), pads=(1, 1, 1, 1), bias=True)
+    params = default_params(problem.gemm)
+    assert MATMUL_TC_SPACE.first_violation(params, problem.gemm) is None
+    run_conv(problem, params, BFloat16Type())
+
+
+def test_weights_are_copied_only_when_rows_split_into_16_byte_chunks() -> None:
+    dense = Conv2dProblem((1, 16, 8, 8), (16, 16, 3, 3))
+    stem = Conv2dProblem((1, 3, 8, 8), (16, 3, 3, 3))
+    assert dense_weights(dense) and prologue_free(dense) == (1,)
+    assert not dense_weights(stem) and prologue_free(stem) == ()
+    params = MatmulTcParams(64, 64, 32, (2, 2), 3)
+    assert lowered(dense, params, Float16Type()).source.count("cp.async.cg") > 0
+    assert "cp.async.cg" not in lowered(stem, params, Float16Type()).source
+
+
+def test_depthwise_and_f32_are_refused() -> None:
+    with pytest.raises(NoTemplate, match="direct kernel"):
+        conv2d_tc_kernel("c", Conv2dProblem((1, 8, 8, 8), (8, 1, 3, 3), groups=8), MatmulTcParams())
+    from xdsl.dialects.builtin import Float32Type
+    with pytest.raises(NoTemplate, match="f16 or bf16"):
+        conv2d_tc_kernel("c", Conv2dProblem((1, 8, 8, 8), (8, 8, 3, 3)), MatmulTcParams(), Float32Type())
+
+
+@needs_nvrtc
+def test_ptx_for_sm80_and_sm90_without_spills() -> None:
+    problem, params = CASES["3x3_pad1_bias"]
+    source = lowered(problem, params, Float16Type()).source
+    for arch in ("sm_80", "sm_90"):
+        stats = kernel_stats(source, arch, compiler="nvrtc")["conv_tc"]
+        assert stats.spill_bytes == 0 and stats.local_bytes == 0, (arch, stats)

@@ -1,0 +1,91 @@
+"""2-D convolution (NCHW) on tensor cores: the implicit GEMM of ``conv2d.py`` on the
+tensor-core GEMM engine (``tc_gemm.py``).
+
+In: a `Conv2dProblem` with f16 or bf16 input and weight (both the same), an f32 bias, and
+`MatmulTcParams`. Out: a ``tm.kernel`` ``(x, w, [bias,] y)`` with f32 y. The GEMM is the
+SIMT template's (``conv2d.py``): per group, ``M = C_out / groups`` rows of weights (A, as
+stored: row-major ``M x (Cg*KH*KW)``), ``N = N*OH*OW`` output pixels (B, the im2col matrix,
+never materialized), ``K = Cg*KH*KW``; groups are the GEMM's batch.
+
+* **A, the weights**, are copied 16 bytes at a time with ``cp.async`` when K is a multiple
+  of 8 (then every 8-tap chunk of a weight row is contiguous and 16-byte aligned);
+  otherwise (a first layer's ``3 x 7 x 7 = 147`` taps) the threads load them element by
+  element into the shared tile.
+* **B, the im2col matrix**, is gathered: each element is the input under its tap, 0 in
+  the padding (``tm.load`` under the computed predicate), stored by the thread into the
+  ``[block_k][block_n]`` shared tile with consecutive threads on consecutive pixels
+  (consecutive input addresses for stride 1). Because the input is read by ``tm.load``,
+  a fused prologue (a ReLU or a cast before the convolution) still works; the weights,
+  copied by ``cp.async``, take none (`prologue_free`).
+* The epilogue adds the bias of the row's channel and stores into ``y`` (``conv2d.py``'s
+  `conv_gemm_operands`), so f16 outputs and fused epilogues work as for every template.
+
+The parameters and their space are the tensor-core matmul's (``MATMUL_TC_SPACE`` on
+`Conv2dProblem.gemm`); depthwise and other thin groups take the direct kernel instead
+(`Conv2dProblem.prefers_direct`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, MemRefType
+from xdsl.ir import Attribute
+
+from tmlir.dialects import tm
+from tmlir.ir.builder import Index, IRBuilder
+from tmlir.schedules.common import kernel_attributes, name_args
+from tmlir.schedules.conv2d import Conv2dProblem, conv_gemm_operands
+from tmlir.schedules.registry import NoTemplate
+from tmlir.schedules.tc_gemm import CHUNK, MatmulTcParams, TcOperand, TcOperands, half_dtype, tc_gemm
+
+__all__ = ["check_problem", "conv2d_tc_kernel", "prologue_free"]
+
+
+def check_problem(problem: Conv2dProblem, element: Attribute) -> None:
+    """`NoTemplate` naming what the template does not cover in `problem`."""
+    if not isinstance(element, Float16Type | BFloat16Type):
+        raise NoTemplate(f"the tensor-core convolution takes f16 or bf16 operands, got {element}")
+    if problem.prefers_direct:
+        raise NoTemplate(f"a convolution with {problem.group_out} output channels per group takes the "
+                         "direct kernel")
+
+
+def dense_weights(problem: Conv2dProblem) -> bool:
+    """Whether the weights are copied by ``cp.async`` (K a multiple of 8)."""
+    return problem.gemm.k % CHUNK == 0
+
+
+def prologue_free(problem: Conv2dProblem) -> tuple[int, ...]:
+    """The operands (of ``graph.conv``: input, weight, bias) read other than by ``tm.load``."""
+    return (1,) if dense_weights(problem) else ()
+
+
+def conv2d_tc_kernel(name: str, problem: Conv2dProblem, params: MatmulTcParams,
+                     element: Attribute = Float16Type()) -> tm.KernelOp:
+    """The kernel ``(x, w, [bias,] y)`` for `problem` with `params`; x and w of `element`
+    (f16 or bf16), bias and y f32."""
+    check_problem(problem, element)
+    p, P, gemm = problem, params, problem.gemm
+    f32 = Float32Type()
+    types = [element, element, *([f32] if p.bias else []), f32]
+    kernel = tm.KernelOp(name, [MemRefType(t, list(s)) for t, s in zip(types, p.arg_shapes)],
+                         P.blocks(gemm), P.threads, kernel_attributes("conv2d_tc", {
+                             **P.describe(), "dtype": half_dtype(element), "M": gemm.m, "N": gemm.n,
+                             "K": gemm.k, **p.describe()}))
+    name_args(kernel, ["x", "w", *(["bias"] if p.bias else []), "y"])
+    x, w, *rest = kernel.args
+    bias, y = (rest[0], rest[1]) if p.bias else (None, rest[0])
+    taps = (p.group_in, *p.kernel)
+
+    def block_operands(b: IRBuilder, batch_coords: Sequence[Index]) -> TcOperands:
+        ops = conv_gemm_operands(b, p, (P.block_m, P.block_n, P.block_k), (x, w, bias, y), batch_coords)
+        if dense_weights(p):
+            co0 = b.mul(batch_coords[0] if batch_coords else 0, p.group_out, "co0")
+            weights = TcOperand(True, w, lambda row, k: [b.add(co0, row), *b.unravel(k, taps, in_range=True)])
+        else:
+            weights = TcOperand(True, load=ops.load_a)
+        return TcOperands(weights, TcOperand(False, load=ops.load_b), ops.store_c)
+
+    tc_gemm(kernel, gemm, P, element, block_operands, ("group", "tile_m", "tile_n"))
+    return kernel
