@@ -1,8 +1,15 @@
-"""The SIMT matmul template: default and tuned candidates against torch.matmul.
+"""The matmul templates: default and tuned candidates against torch.matmul.
 
     python benchmarks/matmul.py                  # GPU if there is one, else the CPU report
     python benchmarks/matmul.py --cpu            # the CPU report even on a GPU machine
     python benchmarks/matmul.py --shapes 1000x999x1001 1x4096x4096 --out /tmp/mm.json
+    python benchmarks/matmul.py --dtype f16 --sizes 4096   # the tensor-core template
+
+``--dtype f32`` (the default) times the SIMT template against ``torch.matmul`` with TF32
+off; ``--dtype f16`` or ``bf16`` times the tensor-core template (``matmul_tc``: f16/bf16
+A and B, f32 accumulators) against ``torch.matmul`` on f16/bf16 tensors (cuBLAS on tensor
+cores). The tensor-core candidates write C in f32, torch writes f16/bf16: tmlir moves 2x
+the output bytes, which favours torch by a few percent at 4096^3.
 
 On a GPU (the cuda runtime path), for each size N in --sizes (default 1024 2048 4096) it
 times C = A @ B (fp32, N x N x N; or M x N x K for each --shapes MxNxK: A is M x K, B is
@@ -37,7 +44,11 @@ import numpy as np
 
 from tmlir.backends.cuda_c import CudaProgram
 from tmlir.schedules.matmul_simt import MatmulProblem
-from tmlir.tuning import Candidate, matmul_candidates, matmul_program, ptxas_report, tune
+from tmlir.tuning import Candidate, TunableKernel, candidate_program, ptxas_report, tune
+from tmlir.tuning.measure import candidate_inputs
+
+#: The template each --dtype times.
+TEMPLATES = {"f32": "matmul_simt", "f16": "matmul_tc", "bf16": "matmul_tc"}
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: (M, N, K) of C[M, N] = A[M, K] @ B[K, N].
@@ -110,7 +121,15 @@ def seconds_per_run(run: Callable[[], None], sync: Callable[[], None],
     return statistics.median(batches)
 
 
-def gpu_benchmark(shapes: list[Shape], do_tune: bool, jobs: int, min_seconds: float = 0.2) -> dict:
+def tunable(shape: Shape, dtype: str) -> TunableKernel:
+    """The tunable kernel `benchmarks/matmul.py` times for `shape` and `dtype`."""
+    m, n, k = shape
+    template = TEMPLATES[dtype]
+    return TunableKernel(template, MatmulProblem.plain(m, n, k), dtype if template == "matmul_tc" else "")
+
+
+def gpu_benchmark(shapes: list[Shape], do_tune: bool, jobs: int, min_seconds: float = 0.2,
+                  dtype: str = "f32") -> dict:
     import torch
 
     from tmlir.backends.cuda_runtime import CudaModule, DeviceBuffer, device_arch
@@ -118,22 +137,24 @@ def gpu_benchmark(shapes: list[Shape], do_tune: bool, jobs: int, min_seconds: fl
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
     arch = device_arch()
     arch = arch if arch in ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120") else "sm_90"
     result = {**header("matmul_gpu"), "device": torch.cuda.get_device_name(0), "arch": arch,
-              "tf32": False, "sizes": []}
+              "tf32": False, "dtype": dtype, "template": TEMPLATES[dtype], "sizes": []}
     for m, n, k in shapes:
-        problem = MatmulProblem.plain(m, n, k)
-        candidates = matmul_candidates(problem)
+        kernel = tunable((m, n, k), dtype)
+        candidates = kernel.candidates()
         default = next(c for c in candidates if c.default)
         to_time = candidates if do_tune else [default]
-        modules = _load_candidates(problem, to_time, arch, jobs, compile_ptx, CudaModule)
-        rng = np.random.default_rng(0)
-        a = rng.standard_normal((m, k)).astype(np.float32)
-        b = rng.standard_normal((k, n)).astype(np.float32)
-        ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
-        want = torch.matmul(ta, tb)
-        da, db, dc = DeviceBuffer.from_array(a), DeviceBuffer.from_array(b), DeviceBuffer.empty((m, n), np.float32)
+        modules = _load_candidates(kernel, to_time, arch, jobs, compile_ptx, CudaModule)
+        a, b, (out_shape, out_dtype) = candidate_inputs(kernel)
+        torch_dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+        ta = torch.from_numpy(a.astype(np.float32)).cuda().to(torch_dtype)
+        tb = torch.from_numpy(b.astype(np.float32)).cuda().to(torch_dtype)
+        want = torch.matmul(ta, tb).float()
+        da, db, dc = DeviceBuffer.from_array(a), DeviceBuffer.from_array(b), DeviceBuffer.empty(out_shape, out_dtype)
         sync = torch.cuda.synchronize
 
         def time_candidate(c: Candidate) -> float:
@@ -143,9 +164,9 @@ def gpu_benchmark(shapes: list[Shape], do_tune: bool, jobs: int, min_seconds: fl
                 module.launch(c.kernel_name, grid, block, [da, db, dc])
 
             seconds = seconds_per_run(run, lambda: module.synchronize(), min_seconds)
-            got = torch.from_numpy(dc.to_host()).cuda()
+            got = torch.from_numpy(dc.to_host().astype(np.float32)).cuda()
             err = float((got - want).abs().max() / want.abs().max())
-            if err > 1e-4:
+            if err > kernel.rtol:
                 print(f"  candidate {c.index} is wrong (relative error {err:.2e}); excluded")
                 return math.inf
             return seconds
@@ -173,14 +194,15 @@ def gpu_benchmark(shapes: list[Shape], do_tune: bool, jobs: int, min_seconds: fl
     return result
 
 
-def _load_candidates(problem, candidates, arch, jobs, compile_ptx, CudaModule):
+def _load_candidates(kernel, candidates, arch, jobs, compile_ptx, CudaModule):
     """Compile the candidates in chunks (NVRTC, in parallel) and load each chunk."""
     from concurrent.futures import ProcessPoolExecutor
 
+    problem = kernel.problem
     size = max(1, min(16, math.ceil(len(candidates) / max(1, jobs))))
     chunks = [candidates[i:i + size] for i in range(0, len(candidates), size)]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        programs = list(pool.map(matmul_program, [problem] * len(chunks), chunks))
+        programs = list(pool.map(candidate_program, [kernel] * len(chunks), chunks))
         ptxs = list(pool.map(compile_ptx, [p.source for p in programs], [arch] * len(chunks)))
     modules = {}
     for chunk, program, ptx in zip(chunks, programs, ptxs):
@@ -193,20 +215,22 @@ def _load_candidates(problem, candidates, arch, jobs, compile_ptx, CudaModule):
 # ----------------------------------------------------------------------------- CPU
 
 
-def cpu_benchmark(shapes: list[Shape], emu_sizes: list[int], arch: str, jobs: int) -> dict:
+def cpu_benchmark(shapes: list[Shape], emu_sizes: list[int], arch: str, jobs: int,
+                  dtype: str = "f32") -> dict:
     from tmlir.backends.emu import compile_emu
 
-    result = {**header("matmul_cpu"), "arch": arch, "spaces": [], "emu": []}
-    for m, n, k in shapes:
-        problem = MatmulProblem.plain(m, n, k)
-        candidates = matmul_candidates(problem)
+    result = {**header("matmul_cpu"), "arch": arch, "dtype": dtype, "template": TEMPLATES[dtype],
+              "spaces": [], "emu": []}
+    for shape in shapes:
+        kernel = tunable(shape, dtype)
+        candidates = kernel.candidates()
         start = time.perf_counter()
-        stats = ptxas_report(problem, candidates, arch, jobs)
+        stats = ptxas_report(kernel, candidates, arch, jobs)
         seconds = time.perf_counter() - start
         default = next(c for c in candidates if c.default)
         spilling = [c.index for c in candidates if stats[c.index].spill_bytes > 0]
         entry = {
-            **describe((m, n, k)), "candidates": len(candidates), "spilling": len(spilling),
+            **describe(shape), "candidates": len(candidates), "spilling": len(spilling),
             "spilling_indices": spilling, "compile_seconds": seconds,
             "registers": {"min": min(s.registers for s in stats.values()),
                           "max": max(s.registers for s in stats.values())},
@@ -219,19 +243,17 @@ def cpu_benchmark(shapes: list[Shape], emu_sizes: list[int], arch: str, jobs: in
               f"{stats[default.index].shared_bytes} B shared, "
               f"{stats[default.index].spill_bytes} B spilled ({seconds:.1f} s to compile)")
     for n in emu_sizes:
-        problem = MatmulProblem.plain(n, n, n)
-        default = next(c for c in matmul_candidates(problem) if c.default)
-        program: CudaProgram = matmul_program(problem, [default])
-        rng = np.random.default_rng(0)
-        a = rng.standard_normal((n, n)).astype(np.float32)
-        b = rng.standard_normal((n, n)).astype(np.float32)
-        c = np.zeros((n, n), np.float32)
-        grid, block = default.params.blocks(problem), default.params.threads
+        kernel = tunable((n, n, n), dtype)
+        default = next(c for c in kernel.candidates() if c.default)
+        program: CudaProgram = candidate_program(kernel, [default])
+        a, b, (out_shape, out_dtype) = candidate_inputs(kernel)
+        c = np.zeros(out_shape, out_dtype)
+        grid, block = kernel.launch_shape(default.params)
         with compile_emu(program.source, [k.signature for k in program.kernels]) as emu:
             start = time.perf_counter()
             emu.launch(default.kernel_name, grid, block, [a, b, c])
             seconds = time.perf_counter() - start
-        want = a.astype(np.float64) @ b
+        want = a.astype(np.float64) @ b.astype(np.float64)
         err = float(np.abs(c - want).max() / np.abs(want).max())
         result["emu"].append({"n": n, "params": default.params.describe(), "seconds": seconds,
                               "relative_error": err})
@@ -252,17 +274,21 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--min-seconds", type=float, default=0.2,
                         help="GPU: least time spent timing each candidate (default 0.2)")
-    parser.add_argument("--out", type=Path, help="result file (default: results/matmul_<gpu|cpu>.json)")
+    parser.add_argument("--dtype", choices=sorted(TEMPLATES), default="f32",
+                        help="f32: the SIMT template (TF32 off); f16/bf16: the tensor-core template")
+    parser.add_argument("--out", type=Path, help="result file (default: results/matmul_<gpu|cpu>[_DTYPE].json)")
     args = parser.parse_args()
     shapes = args.shapes or [(n, n, n) for n in args.sizes]
+    suffix = "" if args.dtype == "f32" else f"_{args.dtype}"
 
     from tmlir.backends.cuda_runtime import cuda_available
 
     if not args.cpu and cuda_available():
-        write("matmul_gpu.json", gpu_benchmark(shapes, not args.no_tune, args.jobs, args.min_seconds),
-              args.out)
+        write(f"matmul_gpu{suffix}.json",
+              gpu_benchmark(shapes, not args.no_tune, args.jobs, args.min_seconds, args.dtype), args.out)
     else:
-        write("matmul_cpu.json", cpu_benchmark(shapes, args.emu_sizes, args.arch, args.jobs), args.out)
+        write(f"matmul_cpu{suffix}.json", cpu_benchmark(shapes, args.emu_sizes, args.arch, args.jobs, args.dtype),
+              args.out)
 
 
 if __name__ == "__main__":

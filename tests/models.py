@@ -1,8 +1,10 @@
-"""Small ONNX models for the tests, built with onnx.helper (ir_version 10 for onnxruntime)."""
+"""Small ONNX models for the tests, built with onnx.helper (ir_version 10 for onnxruntime),
+and numpy references the tests share."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -86,3 +88,27 @@ def typed_model(nodes, inputs: dict[str, tuple[np.dtype, tuple[int, ...]]],
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     proto.ir_version = 10
     return proto
+
+
+def reference_conv(problem: Any, x: np.ndarray, w: np.ndarray,
+                   bias: np.ndarray | None) -> np.ndarray:
+    """The convolution in float64: zero-padded input, one strided, dilated window per tap."""
+    p = problem
+    n, c, h, wd = p.input_shape
+    top, left, bottom, right = p.pads
+    padded = np.zeros((n, c, h + top + bottom, wd + left + right))
+    padded[:, :, top:top + h, left:left + wd] = x
+    (oh, ow), (sh, sw), (dh, dw) = p.out_hw, p.strides, p.dilations
+    y = np.zeros(p.out_shape)
+    cg, cog = p.group_in, p.group_out
+    for g in range(p.groups):
+        for kh in range(p.kernel[0]):
+            for kw in range(p.kernel[1]):
+                window = padded[:, g * cg:(g + 1) * cg,
+                                kh * dh:kh * dh + (oh - 1) * sh + 1:sh,
+                                kw * dw:kw * dw + (ow - 1) * sw + 1:sw]
+                taps = w[g * cog:(g + 1) * cog, :, kh, kw].astype(np.float64)
+                y[:, g * cog:(g + 1) * cog] += np.einsum("nchw,oc->nohw", window, taps)
+    if bias is not None:
+        y += bias.astype(np.float64)[None, :, None, None]
+    return y

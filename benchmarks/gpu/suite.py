@@ -10,8 +10,9 @@ step that fails is recorded and the next one still runs):
   model tests (`tests/e2e/test_gpu_models.py`) do their emu and onnxruntime side and compile
   PTX for sm_90, then skip; the other GPU tests skip.
 - ``matmul MxNxK``: `benchmarks/matmul.py` for one shape (default and tuned candidates
-  against ``torch.matmul``, TF32 off). In a dry run, the shape's default candidate is
-  compiled to PTX for sm_90 instead.
+  against ``torch.matmul``, TF32 off); ``MxNxK:f16`` (or ``:bf16``) times the tensor-core
+  template against ``torch.matmul`` on f16 (bf16) tensors. In a dry run, the shape's
+  default candidate is compiled to PTX for sm_90 instead.
 - ``export NAME`` and ``latency NAME``: the model's ONNX (reused from --model-dir when it
   is there, else made by `examples/make_hf_models.py` with --export-python) and
   `model_latency.py` on it.
@@ -44,7 +45,7 @@ from report import junit_summary, write_markdown
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 DEFAULT_SHAPES = ("1024x1024x1024", "1000x999x1001", "1x4096x4096", "2048x2048x2048",
-                  "4096x4096x4096")
+                  "4096x4096x4096", "4096x4096x4096:f16", "1000x1000x1024:f16")
 DEFAULT_MODELS = ("resnet50", "bert_base", "gpt2_124m")
 #: Full-size models (their ONNX in --model-dir); others are the small ones of examples/models/.
 FULL_MODELS = DEFAULT_MODELS
@@ -181,17 +182,19 @@ def run_pytest(suite: Suite, selection: str | None) -> None:
 
 
 def run_matmul(suite: Suite, shapes: list[str]) -> None:
-    for i, shape in enumerate(shapes):
-        step = suite.add(Step(f"matmul {shape}"))
-        out = suite.out / "steps" / f"matmul_{shape}.json"
+    for i, spec in enumerate(shapes):
+        shape, _, dtype = spec.partition(":")
+        dtype = dtype or "f32"
+        step = suite.add(Step(f"matmul {spec}"))
+        out = suite.out / "steps" / f"matmul_{spec.replace(':', '_')}.json"
         budget = suite.left(suite.gpu_deadline) / (len(shapes) - i)
         if suite.dry_run:
-            command = [suite.python, HERE / "matmul_ptx.py", shape, "--out", out]
+            command = [suite.python, HERE / "matmul_ptx.py", shape, "--dtype", dtype, "--out", out]
             suite.run(step, command, budget)
             step.detail = {"gpu": DRY_RUN_SKIP, **(read_json(out) or {})}
             suite.save()
             continue
-        command = [suite.python, ROOT / "benchmarks" / "matmul.py", "--shapes", shape,
+        command = [suite.python, ROOT / "benchmarks" / "matmul.py", "--shapes", shape, "--dtype", dtype,
                    "--min-seconds", "0.05", "--jobs", str(suite.jobs), "--out", out]
         with gpu_lock(suite.gpu_lock_path):
             suite.run(step, command, budget)
@@ -256,7 +259,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="comma-separated steps to run (default: pytest,matmul,models)")
     parser.add_argument("--tests", default=None, metavar="EXPR",
                         help="pytest -k expression selecting GPU tests (default: all)")
-    parser.add_argument("--matmul-shapes", nargs="*", default=list(DEFAULT_SHAPES), metavar="MxNxK")
+    parser.add_argument("--matmul-shapes", nargs="*", default=list(DEFAULT_SHAPES), metavar="MxNxK[:f16]",
+                        help="matmul shapes; a :f16 or :bf16 suffix times the tensor-core template")
     parser.add_argument("--models", nargs="*", default=list(DEFAULT_MODELS), metavar="NAME",
                         help="models to time: full-size ones from --model-dir "
                              f"({', '.join(FULL_MODELS)}) or small ones of examples/models/")

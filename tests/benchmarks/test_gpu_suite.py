@@ -48,13 +48,15 @@ def check_latency(step: dict[str, Any]) -> None:
 
 
 def test_dry_run_small_models(tmp_path: Path) -> None:
-    steps = run_suite(tmp_path, "--tests", "mlp", "--matmul-shapes", "1000x999x1001",
+    steps = run_suite(tmp_path, "--tests", "mlp", "--matmul-shapes", "1000x999x1001", "512x512x512:f16",
                       "--models", "bert", "--budget", "300", timeout=300)
     tests = steps["pytest"]["detail"]
     assert (tests["tests"], tests["skipped"], tests["failures"], tests["errors"]) == (2, 2, 0, 0)
     assert all(reason.startswith("dry-run: no GPU") for reason in tests["skip_reasons"])
     matmul = steps["matmul 1000x999x1001"]["detail"]
     assert matmul["gpu"] == DRY_RUN_SKIP and matmul["candidates"] > 0 and matmul["ptx_bytes"] > 0
+    tensor_cores = steps["matmul 512x512x512:f16"]["detail"]
+    assert tensor_cores["template"] == "matmul_tc" and tensor_cores["ptx_bytes"] > 0
     check_latency(steps["latency bert"])
     markdown = (tmp_path / "results.md").read_text()
     for text in ("pytest", "matmul 1000x999x1001", "latency bert", DRY_RUN_SKIP):

@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+from models import reference_conv
 from xdsl.dialects.builtin import ModuleOp
 
 from tmlir.backends.cuda_c import emit_cuda
@@ -27,30 +28,6 @@ from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulSimtParams
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 RTOL = 1e-5
-
-
-def reference_conv(problem: Conv2dProblem, x: np.ndarray, w: np.ndarray,
-                   bias: np.ndarray | None) -> np.ndarray:
-    """The convolution in float64: zero-padded input, one strided, dilated window per tap."""
-    p = problem
-    n, c, h, wd = p.input_shape
-    top, left, bottom, right = p.pads
-    padded = np.zeros((n, c, h + top + bottom, wd + left + right))
-    padded[:, :, top:top + h, left:left + wd] = x
-    (oh, ow), (sh, sw), (dh, dw) = p.out_hw, p.strides, p.dilations
-    y = np.zeros(p.out_shape)
-    cg, cog = p.group_in, p.group_out
-    for g in range(p.groups):
-        for kh in range(p.kernel[0]):
-            for kw in range(p.kernel[1]):
-                window = padded[:, g * cg:(g + 1) * cg,
-                                kh * dh:kh * dh + (oh - 1) * sh + 1:sh,
-                                kw * dw:kw * dw + (ow - 1) * sw + 1:sw]
-                taps = w[g * cog:(g + 1) * cog, :, kh, kw].astype(np.float64)
-                y[:, g * cog:(g + 1) * cog] += np.einsum("nchw,oc->nohw", window, taps)
-    if bias is not None:
-        y += bias.astype(np.float64)[None, :, None, None]
-    return y
 
 
 def run_conv(problem: Conv2dProblem, params: MatmulSimtParams | Conv2dDirectParams | None = None,

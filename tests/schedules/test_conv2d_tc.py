@@ -10,7 +10,7 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
-from test_conv2d import reference_conv
+from models import reference_conv
 from xdsl.dialects.builtin import Attribute, BFloat16Type, Float16Type, ModuleOp
 
 from tmlir.backends.cuda_c import CudaProgram, emit_cuda

@@ -247,10 +247,10 @@ def rejections(verdicts: Iterable[Verdict]) -> Counter[str]:
 
 def ptxas_report(problem, candidates: Sequence[Candidate], arch: str = "sm_90",
                  jobs: int | None = None) -> dict[int, KernelStats]:
-    """``ptxas -v`` statistics of each candidate (by index) of a matmul `problem`, compiled
-    for `arch` over `jobs` processes (default: the CPU count). CudaCompileError if a
-    candidate does not compile."""
-    kernel = TunableKernel("matmul_simt", problem)
+    """``ptxas -v`` statistics of each candidate (by index) of a matmul `problem` (or of
+    any `TunableKernel`), compiled for `arch` over `jobs` processes (default: the CPU
+    count). CudaCompileError if a candidate does not compile."""
+    kernel = problem if isinstance(problem, TunableKernel) else TunableKernel("matmul_simt", problem)
     jobs = jobs or os.cpu_count() or 1
     size = max(1, min(CHUNK, math.ceil(len(candidates) / jobs)))
     stats = compile_candidates([(kernel, candidates)], arch, jobs=jobs, chunk=size)[kernel]
