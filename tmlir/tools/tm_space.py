@@ -12,9 +12,10 @@ Every valid candidate is compiled for the target (``--arch``, default sm_90) wit
 ``--pin INDEX`` compiles nothing: it prints candidate INDEX as the ``schedule`` attribute
 that pins it on a ``graph.matmul`` in IR and as the ``matmul`` option of
 ``convert-graph-to-tm`` (see docs/schedules.md). ``matmul_tc`` is the tensor-core template
-(f16 or bf16 operands, ``--dtype``; row-major, no batch): its candidates are built, lowered
-and compiled one after the other. User errors are one line, ``tm-space: error: ...``, and
-exit status 1.
+(f16 or bf16 operands, ``--dtype``; batches and ``--trans-b`` too, not ``--trans-a``): the
+template a ``graph.matmul`` on f16/bf16 operands takes from sm_80; its ``--pin`` prints the
+attribute only (there is no pass option for it). User errors are one line, ``tm-space:
+error: ...``, and exit status 1.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ import sys
 from collections.abc import Sequence
 
 from tmlir.backends.ptx import SUPPORTED_ARCHS, CudaCompileError
-from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulProblem
+from tmlir.schedules.matmul_simt import MatmulProblem
 from tmlir.schedules.pinned import option_text, schedule_attr_text
 from tmlir.tools.cli import ToolParser, one_line_failures, positive_int
+from tmlir.tuning.space import TunableKernel
 
 TEMPLATES = ("matmul", "matmul_tc")
 
@@ -66,64 +68,49 @@ def problem_of(args: argparse.Namespace) -> MatmulProblem:
                          transpose_rhs=args.trans_b)
 
 
+def tunable(args: argparse.Namespace) -> TunableKernel:
+    """The template and problem the arguments name; NoTemplate (a ValueError) for a
+    problem the tensor-core template does not cover."""
+    from xdsl.dialects.builtin import BFloat16Type, Float16Type
+
+    from tmlir.schedules.matmul_tc import check_problem
+
+    problem = problem_of(args)
+    if args.template == "matmul":
+        return TunableKernel("matmul_simt", problem)
+    check_problem(problem, Float16Type() if args.dtype == "f16" else BFloat16Type())
+    return TunableKernel("matmul_tc", problem, args.dtype)
+
+
 def pin_text(args: argparse.Namespace) -> str:
-    """Candidate ``args.pin`` as the attribute and the option that pin it; ValueError for
-    an index outside the space."""
-    candidates = MATMUL_SIMT_SPACE.candidates(problem_of(args))
+    """Candidate ``args.pin`` as the attribute (and, for the SIMT template, the option)
+    that pins it; ValueError for an index outside the space."""
+    kernel = tunable(args)
+    candidates = kernel.candidates()
     if not 0 <= args.pin < len(candidates):
         raise ValueError(f"--pin {args.pin}: the space has candidates 0 to {len(candidates) - 1}")
-    params = candidates[args.pin]
+    params = candidates[args.pin].params
+    if kernel.template == "matmul_tc":
+        return schedule_attr_text(params)
     return (f"{schedule_attr_text(params)}\n"
-            f"-p 'convert-graph-to-tm{{matmul=\"{option_text(params)}\"}}'")
-
-
-def tc_rows(args: argparse.Namespace) -> list[dict]:
-    """Every valid candidate of the tensor-core template, built, lowered to CUDA C and
-    compiled with ptxas -v; NoTemplate (a ValueError) for a problem it does not cover."""
-    from xdsl.dialects.builtin import BFloat16Type, Float16Type, ModuleOp
-
-    from tmlir.backends.cuda_c import emit_cuda
-    from tmlir.backends.ptx import kernel_stats
-    from tmlir.passes.arith_simplify import ArithSimplify
-    from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu
-    from tmlir.passes.tm_lower_mappings import TmLowerMappings
-    from tmlir.registry import make_context
-    from tmlir.schedules.matmul_tc import MATMUL_TC_SPACE, check_problem, matmul_tc_kernel
-
-    if args.batch > 1 or args.trans_a or args.trans_b:
-        raise ValueError("matmul_tc takes row-major 2-D operands: no --batch, --trans-a or --trans-b")
-    problem, element = problem_of(args), Float16Type() if args.dtype == "f16" else BFloat16Type()
-    check_problem(problem, element)
-    out = []
-    for index, params in enumerate(MATMUL_TC_SPACE.candidates(problem)):
-        if args.limit is not None and index >= args.limit:
-            break
-        module = ModuleOp([matmul_tc_kernel("matmul_tc", problem, params, element)])
-        for p in (TmLowerMappings(), ConvertTmToGpu(), ArithSimplify()):
-            p.apply(make_context(), module)
-        s = kernel_stats(emit_cuda(module).source, args.arch)["matmul_tc"]
-        out.append({"index": index, "template": MATMUL_TC_SPACE.template, **params.describe(),
-                    "registers": s.registers, "spill_bytes": s.spill_bytes,
-                    "shared_bytes": s.shared_bytes, "default": False})
-    return out
+            f"-p 'convert-graph-to-tm{{matmul=\"{option_text(params)}\"}}'")  # type: ignore[arg-type]
 
 
 def rows(args: argparse.Namespace) -> list[dict]:
-    from tmlir.tuning import matmul_candidates, ptxas_report
+    """Every valid candidate (or the first --limit and the default), compiled with
+    ``ptxas -v`` over --jobs processes."""
+    from tmlir.tuning import ptxas_report
 
-    if args.template == "matmul_tc":
-        return tc_rows(args)
-
-    problem = problem_of(args)
-    candidates = matmul_candidates(problem)
+    kernel = tunable(args)
+    candidates = kernel.candidates()
     if args.limit is not None:
         candidates = [c for c in candidates if c.index < args.limit or c.default]
-    stats = ptxas_report(problem, candidates, args.arch, args.jobs)
+    stats = ptxas_report(kernel, candidates, args.arch, args.jobs)
     out = []
     for c in candidates:
         s = stats[c.index]
         out.append({
-            "index": c.index, "template": MATMUL_SIMT_SPACE.template, **c.params.describe(),
+            "index": c.index, "template": kernel.template, **c.params.describe(),
             "registers": s.registers, "spill_bytes": s.spill_bytes,
             "shared_bytes": s.shared_bytes, "default": c.default,
         })
@@ -133,7 +120,7 @@ def rows(args: argparse.Namespace) -> list[dict]:
 COLUMNS = ("index", "block_m", "block_n", "block_k", "threads", "block_warps", "warp_outer",
            "lanes", "thread_inner", "registers", "spill_bytes", "shared_bytes", "default")
 TC_COLUMNS = ("index", "block_m", "block_n", "block_k", "warps", "stages", "threads", "registers",
-              "spill_bytes", "shared_bytes")
+              "spill_bytes", "shared_bytes", "default")
 
 
 def print_table(table: list[dict], args: argparse.Namespace) -> None:
@@ -156,10 +143,6 @@ def print_table(table: list[dict], args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.pin is not None:
-        if args.template == "matmul_tc":
-            print("tm-space: error: --pin applies to matmul: graph ops do not reach matmul_tc yet",
-                  file=sys.stderr)
-            return 1
         try:
             print(pin_text(args))
         except ValueError as exc:
