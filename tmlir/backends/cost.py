@@ -18,9 +18,14 @@ For every ``tmgpu.launch`` of the host function (in order):
   counts those instead: a gather reading 128 rows of a 30522-row embedding table moves
   128 rows, not the table. Arguments that are the same host buffer (through
   ``tmgpu.view``) count once per launch. Both are upper bounds of the distinct bytes.
-* **Roofline time on an H100 SXM5**: ``max(flops / PEAK_FP32_FLOPS, bytes /
-  PEAK_HBM_BYTES_PER_S)``, compute-bound when the arithmetic intensity (FLOPs per byte)
-  is above the ridge point. No launch overhead is added; the launch count is reported.
+* **Tensor cores.** A ``tmgpu.mma`` counts its share of the warp's ``2 M N K`` FLOPs
+  (m16n8k16: 128 per thread; m16n8k8: 64) into ``flops`` and into ``tensor_flops``, and a
+  ``tmgpu.cp_async`` from a kernel argument is a read of that buffer (its bytes, in the
+  buffer's elements) like a ``memref.load``. ``ldmatrix`` reads shared memory: no global
+  bytes.
+* **Roofline time on an H100 SXM5**: ``max(simt_flops / PEAK_FP32_FLOPS + tensor_flops /
+  PEAK_TENSOR_FLOPS[dtype], bytes / PEAK_HBM_BYTES_PER_S)``, compute-bound when the
+  compute term is the larger. No launch overhead is added; the launch count is reported.
 
 ``tm-opt model.onnx -p lower-to-cuda -t cost`` prints a table, one row per launch, then
 the totals; ``-t 'cost{format=json}'`` prints :meth:`ModelCost.to_json` instead.
@@ -50,6 +55,8 @@ PEAK_FP32_FLOPS = 67e12
 """H100 SXM5, FP32 without tensor cores: 67 TFLOPS (NVIDIA H100 Tensor Core GPU datasheet)."""
 PEAK_HBM_BYTES_PER_S = 3.35e12
 """H100 SXM5, HBM3 memory bandwidth: 3.35 TB/s (NVIDIA H100 Tensor Core GPU datasheet)."""
+PEAK_TENSOR_FLOPS = {"f16": 989.4e12, "bf16": 989.4e12, "tf32": 494.7e12}
+"""H100 SXM5 tensor cores, dense, by mma operand type (NVIDIA H100 Tensor Core GPU datasheet)."""
 RIDGE_FLOPS_PER_BYTE = PEAK_FP32_FLOPS / PEAK_HBM_BYTES_PER_S
 """Arithmetic intensity above which a launch is compute-bound: 20 FLOP/byte."""
 DEVICE = "H100 SXM5"
@@ -79,6 +86,8 @@ class KernelCost:
     bytes_written: int
     seconds: float
     bound: str
+    tensor_flops: int = 0
+    """Of `flops`, those executed by tensor cores (``mma``)."""
 
     @property
     def bytes(self) -> int:
@@ -107,6 +116,10 @@ class ModelCost:
         return sum(k.flops for k in self.launches)
 
     @property
+    def tensor_flops(self) -> int:
+        return sum(k.tensor_flops for k in self.launches)
+
+    @property
     def bytes_read(self) -> int:
         return sum(k.bytes_read for k in self.launches)
 
@@ -130,10 +143,12 @@ class ModelCost:
         return {
             "device": DEVICE,
             "peak_fp32_flops": PEAK_FP32_FLOPS,
+            "peak_tensor_flops": PEAK_TENSOR_FLOPS,
             "peak_hbm_bytes_per_s": PEAK_HBM_BYTES_PER_S,
             "launches": len(self.launches),
             "kernels": self.kernels,
             "flops": self.flops,
+            "tensor_flops": self.tensor_flops,
             "bytes_read": self.bytes_read,
             "bytes_written": self.bytes_written,
             "roofline_us": self.seconds * 1e6,
@@ -143,10 +158,17 @@ class ModelCost:
         }
 
 
-def roofline(flops: int, nbytes: int) -> tuple[float, str]:
-    """(seconds, ``compute`` or ``memory``) of `flops` and `nbytes` on the H100 SXM5."""
-    compute, memory = flops / PEAK_FP32_FLOPS, nbytes / PEAK_HBM_BYTES_PER_S
+def roofline(flops: int, nbytes: int, tensor_seconds: float = 0.0) -> tuple[float, str]:
+    """(seconds, ``compute`` or ``memory``) of `flops` (on CUDA cores) plus
+    `tensor_seconds` of tensor-core work, and `nbytes`, on the H100 SXM5."""
+    compute, memory = flops / PEAK_FP32_FLOPS + tensor_seconds, nbytes / PEAK_HBM_BYTES_PER_S
     return max(compute, memory), ("compute" if compute > memory else "memory")
+
+
+def _mma_flops_per_thread(op: tmgpu.MmaOp) -> int:
+    """A lane's share of one warp-wide ``mma``'s ``2 M N K`` FLOPs."""
+    m, n, k = (int(x) for x in op.shape.data[1:].replace("n", " ").replace("k", " ").split())
+    return 2 * m * n * k // 32
 
 
 # ---- reading the IR ----------------------------------------------------------------------
@@ -189,7 +211,8 @@ def trip_count(loop: scf.ForOp, kernel: str) -> int:
 
 
 Counts = Counter[object]
-"""Per thread: ``"flops"``, and ``("load", i)`` / ``("store", i)`` accesses of argument i."""
+"""Per thread: ``"flops"``, ``("tensor_flops", dtype)`` (also in ``"flops"``), and
+``("load", i)`` / ``("store", i)`` accesses of argument i (elements)."""
 
 
 def block_counts(block: Block, kernel: str) -> Counts:
@@ -199,6 +222,14 @@ def block_counts(block: Block, kernel: str) -> Counts:
     for op in block.ops:
         if _is_flop(op):
             counts["flops"] += 1
+        elif isinstance(op, tmgpu.MmaOp):
+            flops = _mma_flops_per_thread(op)
+            counts["flops"] += flops
+            counts[("tensor_flops", op.dtype.data)] += flops
+        elif isinstance(op, tmgpu.CpAsyncOp):
+            source = op.src
+            if isinstance(source, BlockArgument) and isinstance(source.owner.parent_op(), tmgpu.KernelOp):
+                counts[("load", source.index)] += op.bytes.data // element_bytes(source)
         elif isinstance(op, memref.LoadOp | memref.StoreOp):
             buffer = op.memref
             if isinstance(buffer, BlockArgument) and isinstance(buffer.owner.parent_op(),
@@ -240,7 +271,8 @@ class _KernelFacts:
         return self.per_thread["flops"]
 
     def accesses(self, kind: str) -> dict[int, int]:
-        """Argument index -> accesses of `kind` (``load``, ``store``) per thread."""
+        """Argument index -> accesses of `kind` (``load``, ``store``) per thread; or, for
+        ``tensor_flops``, mma operand type -> FLOPs per thread."""
         return {key[1]: n for key, n in self.per_thread.items()
                 if isinstance(key, tuple) and key[0] == kind}
 
@@ -313,11 +345,13 @@ def cost_report(module: ModuleOp) -> ModelCost:
             grid, block = op.grid.data, op.block.data
             threads = (f.blocks or grid) * block  # a grid-stride kernel does all its blocks' work
             flops = f.flops_per_thread * threads
+            tensor = {dtype: n * threads for dtype, n in f.accesses("tensor_flops").items()}
             read = _moved(args, f.accesses("load"), threads)
             written = _moved(args, f.accesses("store"), threads)
-            seconds, bound = roofline(flops, read + written)
+            seconds, bound = roofline(flops - sum(tensor.values()), read + written,
+                                      sum(n / PEAK_TENSOR_FLOPS[dtype] for dtype, n in tensor.items()))
             launches.append(KernelCost(name, f.template, grid, block, flops, read, written,
-                                       seconds, bound))
+                                       seconds, bound, sum(tensor.values())))
     return ModelCost(tuple(launches), len(kernels))
 
 
@@ -354,6 +388,8 @@ def format_table(cost: ModelCost) -> str:
         return "  ".join([*left, *right, cells[7]]).rstrip()
 
     header = (f"# roofline on {DEVICE}: {PEAK_FP32_FLOPS / 1e12:g} TFLOP/s FP32, "
+              f"{PEAK_TENSOR_FLOPS['f16'] / 1e12:g} f16/bf16 and {PEAK_TENSOR_FLOPS['tf32'] / 1e12:g} "
+              "tf32 on tensor cores, "
               f"{PEAK_HBM_BYTES_PER_S / 1e12:g} TB/s HBM3, "
               f"ridge {RIDGE_FLOPS_PER_BYTE:g} FLOP/byte; no launch overhead")
     body = [line(_COLUMNS), *(line(r) for r in rows)]

@@ -19,7 +19,7 @@
 // of 64 FLOP/byte, above the ridge point (20): compute-bound, 2101248 / 67 TFLOP/s = 0.031 us.
 
 // CHECK:      {{^}}//{{ -----$}}
-// CHECK-NEXT: {{^}}# roofline on H100 SXM5: 67 TFLOP/s FP32, 3.35 TB/s HBM3, ridge 20 FLOP/byte; no launch overhead
+// CHECK-NEXT: {{^}}# roofline on H100 SXM5: 67 TFLOP/s FP32, 989.4 f16/bf16 and 494.7 tf32 on tensor cores, 3.35 TB/s HBM3, ridge 20 FLOP/byte; no launch overhead
 // CHECK-NEXT: {{^}}kernel  template      grid x block  MFLOP  KiB read  KiB written  roofline µs  bound{{$}}
 // CHECK-NEXT: {{^}}scale   elementwise     4096 x 256  2.097   4096.00      4096.00        2.504  memory{{$}}
 // CHECK-NEXT: {{^}}tile    hand-written      16 x 256  2.101     16.00        16.00        0.031  compute{{$}}
@@ -31,6 +31,7 @@
 // JSON:      "launches": 2,
 // JSON-NEXT: "kernels": 2,
 // JSON-NEXT: "flops": 4198400,
+// JSON-NEXT: "tensor_flops": 0,
 // JSON-NEXT: "bytes_read": 4210688,
 // JSON-NEXT: "bytes_written": 4210688,
 // JSON:      "kernel": "scale",
