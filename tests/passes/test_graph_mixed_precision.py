@@ -103,14 +103,14 @@ def test_the_pass_leaves_what_the_template_does_not_take():
 def test_bad_options_are_one_line():
     passes = project_passes()
     with pytest.raises(PassOptionError, match=r"^option 'dtype' of pass 'graph-mixed-precision' "
-                       r"expects one of f16, bf16, got 'fp16'; did you mean 'f16'\?$"):
+                       r"expects one of f16, bf16, tf32, got 'fp16'; did you mean 'f16'\?$"):
         parse_passes(passes, "graph-mixed-precision{dtype=fp16}")
-    with pytest.raises(PassOptionError, match=r"expects one of fp32, fp16, bf16, got 'tf32'"):
-        parse_passes(passes, "lower-to-cuda{precision=tf32}")  # room for it, not yet accepted
+    with pytest.raises(PassOptionError, match=r"expects one of fp32, fp16, bf16, tf32, got 'f32'"):
+        parse_passes(passes, "lower-to-cuda{precision=f32}")
     with pytest.raises(ValueError, match=r"^lower-to-cuda: unknown precision 'half'; expected one of"):
         LowerToCuda(precision="half")  # type: ignore[arg-type]
     with pytest.raises(SessionError, match=r"^unknown precision 'f16'; expected one of fp32, fp16, "
-                       r"bf16; did you mean 'fp16'\?$"):
+                       r"bf16, tf32; did you mean 'fp16'\?$"):
         tmlir.InferenceSession(matmul_add_relu(), precision="f16")
 
 

@@ -98,3 +98,24 @@ def test_ptx_for_sm80_and_sm90_without_spills() -> None:
     for arch in ("sm_80", "sm_90"):
         stats = kernel_stats(source, arch, compiler="nvrtc")["conv_tc"]
         assert stats.spill_bytes == 0 and stats.local_bytes == 0, (arch, stats)
+
+
+def test_a_random_candidate_matches_numpy() -> None:
+    import random
+
+    problem = CASES["3x3_pad1_bias"][0]
+    params = random.Random(7).choice(MATMUL_TC_SPACE.candidates(problem.gemm))
+    run_conv(problem, params)
+
+
+@pytest.mark.slow
+def test_whole_space_on_one_shape() -> None:
+    """Every candidate of a grouped, padded 3x3 convolution with partial tiles, on emu and
+    (with NVRTC) as sm_80 and sm_90 PTX without spills."""
+    problem = Conv2dProblem((2, 16, 9, 10), (48, 8, 3, 3), pads=(1, 1, 1, 1), groups=2, bias=True)
+    for params in MATMUL_TC_SPACE.candidates(problem.gemm):
+        run_conv(problem, params)
+        if nvrtc_version() is not None:
+            source = lowered(problem, params, Float16Type()).source
+            assert all(kernel_stats(source, arch, compiler="nvrtc")["conv_tc"].spill_bytes == 0
+                       for arch in ("sm_80", "sm_90")), params

@@ -154,10 +154,10 @@ def test_default_params_are_valid_and_grow_with_the_problem() -> None:
         > default_params(problem(256, 256, 256)).block_m * default_params(problem(256, 256, 256)).block_n
 
 
-def test_float32_operands_are_refused() -> None:
-    from xdsl.dialects.builtin import Float32Type
-    with pytest.raises(NoTemplate, match="f16 or bf16"):
-        matmul_tc_kernel("mm_tc", problem(64, 64, 64), MatmulTcParams(), Float32Type())
+def test_float64_operands_are_refused() -> None:  # f32 operands take TF32: test_matmul_tc_tf32.py
+    from xdsl.dialects.builtin import Float64Type
+    with pytest.raises(NoTemplate, match="f16, bf16 or f32"):
+        matmul_tc_kernel("mm_tc", problem(64, 64, 64), MatmulTcParams(), Float64Type())
 
 
 def test_params_are_checked() -> None:

@@ -69,7 +69,7 @@ def test_tensor_core_kernels_take_half_operands():
     assert default.kernel_name == f"matmul_tc_c{default.index:03d}"
     assert kernel.launch_shape(default.params) == (default.params.blocks(SQUARE), default.params.threads)
     assert not kernel.is_valid(MatmulSimtParams())
-    with pytest.raises(ValueError, match="takes f16 or bf16 operands, not f32"):
+    with pytest.raises(ValueError, match="takes f16, bf16 or tf32 operands, not f32"):
         TunableKernel("matmul_tc", SQUARE, "f32")
     with pytest.raises(ValueError, match="takes f32 operands, not f16"):
         TunableKernel("matmul_simt", SQUARE, "f16")

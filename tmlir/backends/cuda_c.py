@@ -192,7 +192,12 @@ class _KernelPrinter:
         self.print_block(self.kernel.body.block)
         params = ", ".join(f"{p.ctype} __restrict__ {p.name}" for p in sig.params)
         header = _kernel_comment(self.kernel)
-        text = (f"{header}extern \"C\" __global__ void __launch_bounds__({self.kernel.block.data}) "
+        # tm.min_blocks_per_sm: ptxas keeps that many blocks resident, and is told it need
+        # not keep more (without it, it may trade spills for occupancy it guesses at)
+        min_blocks = self.kernel.attributes.get("tm.min_blocks_per_sm")
+        bounds = f"{self.kernel.block.data}" + (f", {min_blocks.value.data}" if isinstance(min_blocks, IntegerAttr)
+                                                 else "")
+        text = (f"{header}extern \"C\" __global__ void __launch_bounds__({bounds}) "
                 f"{sig.name}({params}) {{\n" + "\n".join(self.lines) + "\n}\n")
         return sig, text
 
@@ -301,8 +306,12 @@ class _KernelPrinter:
                 dims = "".join(f"[{d}]" for d in op.result.type.get_shape())
                 ctype = self.c_type(op.result.type.element_type)
                 shared = "__shared__ " if isinstance(op, tmgpu.SharedAllocOp) else ""
-                # 16-bit tiles feed ldmatrix and 16-byte cp.async: rows must be 16-byte aligned
-                align = " __align__(16)" if shared and ctype in ("tm_half", "tm_bf16") else ""
+                # 16-bit tiles feed ldmatrix and 16-byte cp.async: rows must be 16-byte aligned;
+                # so must a 32-bit tile that ldmatrix or a 16-byte cp.async reads or fills (tf32)
+                vector = any(isinstance(u.operation, tmgpu.LdmatrixOp) or (isinstance(u.operation, tmgpu.CpAsyncOp)
+                                                                          and u.operation.bytes.data == 16)
+                             for u in op.result.uses)
+                align = " __align__(16)" if shared and (ctype in ("tm_half", "tm_bf16") or vector) else ""
                 self.emit(f"{shared}{ctype} {name}{dims}{align};")
             case tmgpu.BarrierOp():
                 self.emit("__syncthreads();")

@@ -224,7 +224,9 @@ class LdmatrixOpBase(TensorCoreOp):
     """``<op> x4 [trans] %frag, %smem[%r, %c] : <types>``: ``ldmatrix.sync.aligned.m8n8
     .x<num>[.trans].shared.b16``, a warp loads `num` 8x8 matrices of 16-bit elements from
     shared memory into `num` words per lane; lanes 8j..8j+7 give the row addresses of
-    matrix j (each row 16 contiguous, 16-byte aligned bytes). Every lane must execute it."""
+    matrix j (each row 16 contiguous, 16-byte aligned bytes). Every lane must execute it.
+    Without ``trans`` the source may hold 32-bit elements (f32, i32), read as b16: a row is
+    4 of them and lane l gets element l % 4 of row l / 4 (the tf32 mma fragments)."""
 
     num = prop_def(IntAttr)
     trans = opt_prop_def(UnitAttr)
@@ -250,9 +252,12 @@ class LdmatrixOpBase(TensorCoreOp):
         self.check_fragment("destination", self.frag, self.frag_indices, num, "32-bit words (i32 or ui32)", is_word)
         self.check_access("source", self.smem, self.smem_indices, "shared")
         elem = self.smem.type.element_type
+        if self.trans is None and is_word(elem, floats=True):
+            return  # the b16 view of 32-bit elements: a matrix row is 4 of them (tf32 fragments)
         if not (isinstance(elem, Float16Type | BFloat16Type)
                 or (isinstance(elem, IntegerType) and elem.width.data == 16)):
-            raise VerifyException(f"'{self.name}': source elements must be 16-bit (f16, bf16, i16), got {elem}")
+            also = "" if self.trans is not None else "; without trans also 32-bit (f32, i32)"
+            raise VerifyException(f"'{self.name}': source elements must be 16-bit (f16, bf16, i16), got {elem}{also}")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" x{self.num.data}" + (" trans" if self.trans is not None else ""))

@@ -10,6 +10,13 @@ rounded to nearest even); its bias and result stay f32, so it accumulates and wr
 f32. Other ops (f64, f16 already, K or N not a multiple of 8, depthwise convolutions, any
 op before sm_80, ...) are left as they are. This is opt-in: it trades float32 operand precision for tensor-core speed.
 
+``dtype=tf32`` converts nothing: it marks each such f32 matmul with the unit attribute
+``tf32`` (``templates.TF32_ATTR``), which lets ``matmul_tc`` build it with TF32 mma on its
+f32 operands (rounded to a 10-bit mantissa inside the mma; weights stay f32 in the table).
+Convolutions are left as they are (``conv2d_tc`` takes no f32 operands)::
+
+    %y = graph.matmul %x, %w {tf32} : (tensor<32x64xf32>, tensor<64x48xf32>) -> tensor<32x48xf32>
+
 How an operand is converted decides what it costs at run time:
 
 * a ``graph.weight`` is converted once, here: its data rounded into a new table entry
@@ -38,7 +45,7 @@ import ml_dtypes
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, ModuleOp, TensorType
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, ModuleOp, TensorType, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -46,7 +53,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tmlir.context import WeightTable, fresh_weight_name, weight_table
 from tmlir.dialects import graph
 
-HalfDType = Literal["f16", "bf16"]
+HalfDType = Literal["f16", "bf16", "tf32"]
 _ELEMENTS: dict[str, tuple[Attribute, np.dtype]] = {
     "f16": (Float16Type(), np.dtype(np.float16)),
     "bf16": (BFloat16Type(), np.dtype(ml_dtypes.bfloat16)),
@@ -56,12 +63,14 @@ _ELEMENTS: dict[str, tuple[Attribute, np.dtype]] = {
 @dataclass(frozen=True)
 class GraphMixedPrecision(ModulePass):
     """Give the f32 matmuls and convolutions the tensor-core templates take f16 (or bf16)
-    operands; weights are converted at compile time, results and biases stay f32."""
+    operands; weights are converted at compile time, results and biases stay f32. With
+    ``dtype=tf32``, mark the f32 matmuls ``tf32`` instead: TF32 mma on f32 operands."""
 
     name = "graph-mixed-precision"
 
     dtype: HalfDType = "f16"
-    """The operands' element type: ``f16`` or ``bf16`` (accumulation stays f32)."""
+    """The operands' element type: ``f16`` or ``bf16`` (accumulation stays f32); ``tf32``
+    marks the matmuls instead (operands stay f32, the mma rounds them)."""
     target_arch: str = "sm_90"
     """The GPU architecture: before sm_80 there are no tensor cores, and nothing changes."""
 
@@ -71,6 +80,13 @@ class GraphMixedPrecision(ModulePass):
         check_target_arch(self.name, self.target_arch)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.dtype == "tf32":
+            from tmlir.schedules.templates import TF32_ATTR
+
+            for anchor in [o for o in op.walk() if isinstance(o, graph.MatmulOp)]:
+                if takes_tensor_cores(anchor, Float32Type(), self.target_arch):
+                    anchor.attributes[TF32_ATTR] = UnitAttr()
+            return
         element, numpy_dtype = _ELEMENTS[self.dtype]
         taken = {w.weight_name.data for w in op.walk() if isinstance(w, graph.WeightOp)}
         converter = _Converter(self.dtype, element, numpy_dtype, weight_table(ctx), taken)

@@ -9,7 +9,9 @@ inner pass); ``-p 'lower-to-cuda{fusion=false}'`` leaves out
 ``graph-partition``, so every graph op gets a kernel of its own (the unfused baseline).
 ``-p 'lower-to-cuda{precision=fp16}'`` (or ``bf16``) runs ``graph-mixed-precision`` before
 ``graph-partition``: float32 matmuls that fit the tensor-core template read f16 (bf16)
-operands, weights converted at compile time; the default ``fp32`` computes in float32.
+operands, weights converted at compile time; ``precision=tf32`` runs them with TF32 mma on
+their float32 operands (marked ``tf32``, nothing converted); the default ``fp32`` computes
+in float32.
 """
 
 from __future__ import annotations
@@ -33,17 +35,17 @@ from tmlir.passes.graph_outline_constants import GraphOutlineConstants
 from tmlir.passes.graph_partition import GraphPartition
 from tmlir.passes.tm_lower_mappings import TmLowerMappings
 
-#: ``lower-to-cuda``'s ``precision`` values (a future ``tf32`` belongs here too).
-Precision = Literal["fp32", "fp16", "bf16"]
+#: ``lower-to-cuda``'s ``precision`` values.
+Precision = Literal["fp32", "fp16", "bf16", "tf32"]
 #: The ``graph-mixed-precision`` dtype of each precision that runs it.
-MIXED_PRECISION_DTYPES = {"fp16": "f16", "bf16": "bf16"}
+MIXED_PRECISION_DTYPES = {"fp16": "f16", "bf16": "bf16", "tf32": "tf32"}
 
 
 def pipeline(fusion: bool = True, convert: ConvertGraphToTm | None = None,
              precision: Precision = "fp32") -> tuple[ModulePass, ...]:
     """The passes of ``lower-to-cuda``; without `fusion`, no ``graph-partition``;
     `convert` is the ``convert-graph-to-tm`` pass with its options (default: none);
-    `precision` ``fp16`` or ``bf16`` adds ``graph-mixed-precision`` before the partition."""
+    `precision` ``fp16``, ``bf16`` or ``tf32`` adds ``graph-mixed-precision`` before the partition."""
     mixed = MIXED_PRECISION_DTYPES.get(precision)
     arch = convert.target_arch if convert else "sm_90"
     return (
@@ -97,7 +99,7 @@ class LowerToCuda(PipelinePass):
     """The convolution template's default parameters (see docs/schedules.md)."""
     precision: Precision = "fp32"
     """fp32, or fp16/bf16: f32 matmuls on tensor cores with half-precision operands
-    (``graph-mixed-precision``), accumulating in f32."""
+    (``graph-mixed-precision``), accumulating in f32; tf32: with TF32 mma on f32 operands."""
 
     def __post_init__(self) -> None:
         check_target_arch(self.name, self.target_arch)

@@ -28,8 +28,8 @@ from tmlir.runtime.memory_plan import MemoryPlan
 from tmlir.runtime.runners import Runner, WeightCache, make_runner
 
 DEVICES = ("emu", "cuda")
-PRECISIONS = ("fp32", "fp16", "bf16")
-"""``precision`` values: fp32, or fp16/bf16 for the f32 matmuls that fit the tensor-core
+PRECISIONS = ("fp32", "fp16", "bf16", "tf32")
+"""``precision`` values: fp32, or fp16/bf16/tf32 for the f32 matmuls that fit the tensor-core
 template (``lower-to-cuda{precision=...}``)."""
 MAX_VALUE_ELEMENTS = 1024
 """The most elements a model input read when the model is compiled (a shape, axes) may
@@ -153,7 +153,9 @@ class InferenceSession:
     - ``precision="fp16"`` (or ``"bf16"``) runs the float32 matmuls that fit the
       tensor-core template with half-precision operands (weights converted once, at
       compile time), accumulating and writing in float32; results then agree with fp32 to
-      half precision, not to float rounding. ``"fp32"`` (the default) computes in float32;
+      half precision, not to float rounding. ``"tf32"`` runs them with TF32 mma on their
+      float32 operands (weights stay float32; the mma rounds its operands to a 10-bit
+      mantissa). ``"fp32"`` (the default) computes in float32;
     - ``check=True`` (emu) runs every kernel under the emu sanitizer: each global and shared
       access bounds-checked, shared-memory races reported (`tmlir.backends.emu.check`);
       None (the default) follows ``$TMLIR_EMU_CHECK``.

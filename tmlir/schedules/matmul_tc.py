@@ -1,27 +1,32 @@
-"""The tensor-core matmul template: ``C = alpha * A @ op(B) + beta * bias`` on f16/bf16.
+"""The tensor-core matmul template: ``C = alpha * A @ op(B) + beta * bias`` on f16/bf16,
+or on f32 with TF32 mma.
 
 In: a `MatmulProblem` (A row-major ``[..., M, K]``; B ``[..., K, N]``, or ``[..., N, K]``
-with ``transpose_rhs``; batch dims broadcast as numpy does; f16 or bf16 operands, both
-the same; an f32 bias that broadcasts to C) and `MatmulTcParams`. Out: a ``tm.kernel``
+with ``transpose_rhs``; batch dims broadcast as numpy does; f16, bf16 or f32 operands,
+both the same; an f32 bias that broadcasts to C) and `MatmulTcParams`. Out: a ``tm.kernel``
 ``(A, B, [bias,] C)`` with f32 C, built by the tensor-core GEMM engine (``tc_gemm.py``:
-block/warp/m16n8k16 tiling, a ``stages``-deep ``cp.async`` pipeline, ``ldmatrix`` from
-padded shared tiles). A and B are copied 16 bytes at a time straight into shared memory,
-so they are read by ``cp.async``, not ``tm.load``: an operand takes no fused prologue
-(`PROLOGUE_FREE`); the epilogue -- alpha, bias, beta, the store of C -- is plain
-``tm.load``/``tm.store``, so f16 results (``half_arguments``) and fused epilogues work as
-for every template.
+block/warp/mma tiling -- m16n8k16, or m16n8k8 tf32 for f32 operands, which the mma rounds
+to a 10-bit mantissa --, a ``stages``-deep ``cp.async`` pipeline, ``ldmatrix`` from padded
+shared tiles). Which f32 matmuls take it is the graph's choice (the ``tf32`` attribute,
+``graph-mixed-precision{dtype=tf32}``); the kernel of f32 operands is always TF32.
 
-Partial tiles: a 16-byte chunk past M, N or K is not copied; the thread stores 8 zeros
-there instead. This needs K (and N when B is ``K x N``) to be a multiple of 8 (a chunk is
-all in or all out): other shapes raise `NoTemplate` naming the shape, as does a
-transposed A, and ``kernel_for`` then builds the SIMT template. The parameters form a
-small space, declared at the end of this file (``MATMUL_TC_SPACE``); `default_params`
-picks one without tuning.
+A and B are copied 16 bytes at a time straight into shared memory, so they are read by
+``cp.async``, not ``tm.load``: an operand takes no fused prologue (`PROLOGUE_FREE`); the
+epilogue -- alpha, bias, beta, the store of C -- is plain ``tm.load``/``tm.store``, so f16
+results (``half_arguments``) and fused epilogues work as for every template.
+
+Partial tiles: a 16-byte chunk past M, N or K is not copied; the thread stores 8 zeros (4
+for f32) there instead. This needs K (and N when B is ``K x N``) to be a multiple of 8 (4
+for f32: a chunk is all in or all out): other shapes raise `NoTemplate` naming the shape,
+as does a transposed A, and ``kernel_for`` then builds the SIMT template. The parameters
+form a small space, declared at the end of this file (``MATMUL_TC_SPACE``;
+``MATMUL_TC_TF32_SPACE`` for f32 operands, whose tiles take twice the shared memory:
+`tc_space`); `default_params` picks one without tuning.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, MemRefType
@@ -35,18 +40,21 @@ from tmlir.schedules.matmul_simt import REFERENCE_SMS, MatmulProblem
 from tmlir.schedules.registry import NoTemplate
 from tmlir.schedules.space import Constraint, Param, Space
 from tmlir.schedules.tc_gemm import (
-    CHUNK,
     MMA_K,
     MMA_M,
     MMA_N,
+    TC_F16,
+    TC_TF32,
     MatmulTcParams,
+    TcElement,
     TcOperand,
     TcOperands,
-    half_dtype,
+    tc_element,
     tc_gemm,
 )
 
-__all__ = ["MATMUL_TC_SPACE", "MatmulTcParams", "check_problem", "default_params", "matmul_tc_kernel"]
+__all__ = ["MATMUL_TC_SPACE", "MATMUL_TC_TF32_SPACE", "MatmulTcParams", "check_problem", "default_params",
+           "matmul_tc_kernel", "tc_space"]
 
 #: Operands of ``graph.matmul`` (lhs, rhs) that the template reads with ``cp.async``: a
 #: fusion group must not put a prologue there.
@@ -57,29 +65,35 @@ def check_problem(problem: MatmulProblem, element: Attribute) -> None:
     """`NoTemplate` naming what the template does not cover in `problem`."""
     p = problem
     shape = f"{p.m}x{p.n}x{p.k} (MxNxK)"
-    if not isinstance(element, Float16Type | BFloat16Type):
-        raise NoTemplate(f"the tensor-core matmul takes f16 or bf16 operands, got {element}")
+    if not isinstance(element, Float16Type | BFloat16Type | Float32Type):
+        raise NoTemplate(f"the tensor-core matmul takes f16, bf16 or f32 (tf32) operands, got {element}")
     if p.transpose_lhs:
         raise NoTemplate("the tensor-core matmul takes A row-major (M x K), not transposed")
-    if p.k % CHUNK or (p.n % CHUNK and not p.transpose_rhs):
+    chunk = tc_element(element).chunk
+    if p.k % chunk or (p.n % chunk and not p.transpose_rhs):
         needs = "K" if p.transpose_rhs else "K and N"
-        raise NoTemplate(f"the tensor-core matmul needs {needs} multiples of {CHUNK} (16-byte "
-                         f"copies), got {shape}")
+        raise NoTemplate(f"the tensor-core matmul needs {needs} multiples of {chunk} (16-byte "
+                         f"copies of {element}), got {shape}")
 
 
 def matmul_tc_kernel(name: str, problem: MatmulProblem, params: MatmulTcParams,
                      element: Attribute = Float16Type(), *, wait: bool = True) -> tm.KernelOp:
     """The kernel ``(A, B, [bias,] C)`` for `problem` with `params`; A and B of `element`
-    (f16 or bf16), bias and C f32. `wait=False` leaves out the ``cp_async_wait`` of every
-    k-step (a planted race, for tests)."""
+    (f16 or bf16; f32: TF32 mma), bias and C f32. ValueError for params whose f32 tiles
+    overflow shared memory. `wait=False` leaves out the ``cp_async_wait`` of every k-step
+    (a planted race, for tests)."""
     check_problem(problem, element)
-    p, P = problem, params
+    p, P, E = problem, params, tc_element(element)
+    if E.tf32 and P.shared_bytes(p, E) > MAX_STATIC_SHARED_BYTES:  # what fits f16 may not fit f32
+        raise ValueError(f"matmul_tc tiles {P.block_m}x{P.block_n}x{P.block_k} in {P.stages} stages take "
+                         f"{P.shared_bytes(p, E)} bytes of shared memory for {element} operands, over "
+                         f"{MAX_STATIC_SHARED_BYTES}")
     f32 = Float32Type()
     arg_types = [MemRefType(element, list(p.lhs_shape)), MemRefType(element, list(p.rhs_shape)),
                  *([MemRefType(f32, list(p.bias_shape))] if p.bias_shape else []),
                  MemRefType(f32, list(p.out_shape))]
     kernel = tm.KernelOp(name, arg_types, P.blocks(p), P.threads, kernel_attributes(
-        "matmul_tc", {**P.describe(), "dtype": half_dtype(element), "M": p.m, "N": p.n, "K": p.k}))
+        "matmul_tc", {**P.describe(), "dtype": E.mma_dtype, "M": p.m, "N": p.n, "K": p.k}))
     name_args(kernel, ["A", "B", *(["bias"] if p.bias_shape else []), "C"])
     a, bmat, *rest = kernel.args
     bias, c = (rest[0], rest[1]) if p.bias_shape else (None, rest[0])
@@ -122,13 +136,15 @@ DEFAULT_PREFERENCES = (
 )
 
 
-def default_params(problem: MatmulProblem) -> MatmulTcParams:
-    """The candidate used without tuning: the largest tile of `DEFAULT_PREFERENCES` that is
-    valid and still gives every SM of the reference GPU a block, else the valid preference
-    with the most blocks (the smallest tile among equals)."""
-    valid = [P for P in DEFAULT_PREFERENCES if MATMUL_TC_SPACE.first_violation(P, problem) is None]
+def default_params(problem: MatmulProblem, element: Attribute | str = "f16") -> MatmulTcParams:
+    """The candidate used without tuning for operands of `element` (an element type, or
+    its name: ``f16``, ``bf16``, ``f32``/``tf32``): the largest tile of
+    `DEFAULT_PREFERENCES` that is valid and still gives every SM of the reference GPU a
+    block, else the valid preference with the most blocks (the smallest tile among equals)."""
+    space = tc_space(element)
+    valid = [P for P in DEFAULT_PREFERENCES if space.first_violation(P, problem) is None]
     if not valid:  # every preference breaks a constraint: the space's first candidate
-        candidates = MATMUL_TC_SPACE.candidates(problem)
+        candidates = space.candidates(problem)
         if not candidates:
             raise NoTemplate(f"no tensor-core matmul candidate fits {problem.m}x{problem.n}x{problem.k}")
         return candidates[0]
@@ -139,10 +155,12 @@ def default_params(problem: MatmulProblem) -> MatmulTcParams:
 # ----------------------------------------------------------------------------- the space
 
 
-def _copies_even(P: MatmulTcParams, p: MatmulProblem) -> bool:
+def _copies_even(E: TcElement) -> Callable[[MatmulTcParams, MatmulProblem], bool]:
     """Every thread copies the same number of 16-byte chunks of each tile."""
-    return all((rows * cols // CHUNK) % P.threads == 0 and P.threads % (cols // CHUNK) == 0
-               for rows, cols in P.tiles(p))
+    def holds(P: MatmulTcParams, p: MatmulProblem) -> bool:
+        return all((rows * cols // E.chunk) % P.threads == 0 and P.threads % (cols // E.chunk) == 0
+                   for rows, cols in P.tiles(p))
+    return holds
 
 
 def _fits_problem(P: MatmulTcParams, p: MatmulProblem) -> bool:
@@ -153,24 +171,39 @@ def _fits_problem(P: MatmulTcParams, p: MatmulProblem) -> bool:
     return P.block_m <= up(p.m, 64) and P.block_n <= up(p.n, 64) and P.block_k <= up(p.k, MMA_K)
 
 
-MATMUL_TC_SPACE: Space[MatmulTcParams] = Space(
-    "matmul_tc",
-    [
-        Param("block_m", (64, 128), "block tile rows"),
-        Param("block_n", (64, 128), "block tile columns"),
-        Param("block_k", (16, 32, 64), "k tile (a multiple of 16)"),
-        Param("warps", ((2, 2), (4, 2), (2, 4)), "warps per block (rows, cols)"),
-        Param("stages", (2, 3, 4), "cp.async pipeline depth (shared buffers)"),
-    ],
-    MatmulTcParams,
-    [
-        Constraint("warp tile a multiple of 16 x 8",
-                   lambda P, p: P.block_m % (P.warps[0] * MMA_M) == 0
-                   and P.block_n % (P.warps[1] * MMA_N) == 0),
-        Constraint("copies spread evenly over threads", _copies_even),
-        Constraint("tile fits the problem", _fits_problem),
-        Constraint("shared memory <= 48 KiB", lambda P, p: P.shared_bytes(p) <= MAX_STATIC_SHARED_BYTES),
-        Constraint("registers <= 255 (estimate)",
-                   lambda P, p: P.register_estimate() <= MAX_REGISTERS_PER_THREAD),
-    ],
-)
+def _space(E: TcElement) -> Space[MatmulTcParams]:
+    """The space for operands of geometry `E` (shared bytes and copies depend on it)."""
+    return Space(
+        "matmul_tc",
+        [
+            Param("block_m", (64, 128), "block tile rows"),
+            Param("block_n", (64, 128), "block tile columns"),
+            Param("block_k", (16, 32, 64), "k tile (a multiple of 16)"),
+            Param("warps", ((2, 2), (4, 2), (2, 4)), "warps per block (rows, cols)"),
+            Param("stages", (2, 3, 4), "cp.async pipeline depth (shared buffers)"),
+        ],
+        MatmulTcParams,
+        [
+            Constraint("warp tile a multiple of 16 x 8",
+                       lambda P, p: P.block_m % (P.warps[0] * MMA_M) == 0
+                       and P.block_n % (P.warps[1] * MMA_N) == 0),
+            Constraint("copies spread evenly over threads", _copies_even(E)),
+            Constraint("tile fits the problem", _fits_problem),
+            Constraint("shared memory <= 48 KiB",
+                       lambda P, p: P.shared_bytes(p, E) <= MAX_STATIC_SHARED_BYTES),
+            Constraint("registers <= 255 (estimate)",
+                       lambda P, p: P.register_estimate() <= MAX_REGISTERS_PER_THREAD),
+        ],
+    )
+
+
+MATMUL_TC_SPACE: Space[MatmulTcParams] = _space(TC_F16)
+"""The space for f16 and bf16 operands."""
+MATMUL_TC_TF32_SPACE: Space[MatmulTcParams] = _space(TC_TF32)
+"""The space for f32 operands (TF32 mma): the same points, twice the shared bytes."""
+
+
+def tc_space(element: Attribute | str) -> Space[MatmulTcParams]:
+    """The space for operands of `element` (an element type or its name; ``tf32`` is f32)."""
+    return MATMUL_TC_TF32_SPACE if isinstance(element, Float32Type) or element in ("f32", "tf32") \
+        else MATMUL_TC_SPACE

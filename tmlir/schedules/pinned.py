@@ -36,7 +36,7 @@ from tmlir.dialects import graph
 from tmlir.ir.diagnostics import OpError
 from tmlir.schedules.conv2d import Conv2dProblem
 from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulProblem, MatmulSimtParams
-from tmlir.schedules.matmul_tc import MATMUL_TC_SPACE, default_params
+from tmlir.schedules.matmul_tc import MATMUL_TC_SPACE, default_params, tc_space
 from tmlir.schedules.space import Space, value_text
 from tmlir.schedules.templates import DEFAULT_ARCH, TemplateParams, TunableProblem, tunable_problem
 
@@ -62,11 +62,18 @@ def gemm_problem(problem: TunableProblem) -> MatmulProblem:
     return problem.gemm if isinstance(problem, Conv2dProblem) else problem
 
 
-def resolve(template: str, problem: TunableProblem, values: Values) -> TemplateParams:
-    """The default candidate of `template` for `problem` with `values` in place, checked
-    (ValueError naming the parameter or the broken constraint)."""
+def space_of(template: str, element: str = "f16") -> Space:
+    """The space of `template` for operands of `element` (``f16``, ``bf16``, ``f32``): the
+    tensor-core matmul's f32 (TF32) tiles take twice the shared memory."""
+    return tc_space(element) if template == "matmul_tc" else SPACES[template]
+
+
+def resolve(template: str, problem: TunableProblem, values: Values, element: str = "f16") -> TemplateParams:
+    """The default candidate of `template` for `problem` (operands of `element`) with
+    `values` in place, checked (ValueError naming the parameter or the broken constraint)."""
     gemm = gemm_problem(problem)
-    return SPACES[template].pin(DEFAULTS[template](gemm), values, gemm)
+    default = default_params(gemm, element) if template == "matmul_tc" else DEFAULTS[template](gemm)
+    return space_of(template, element).pin(default, values, gemm)
 
 
 def values_from_attr(attr: Attribute, space: Space = MATMUL_SIMT_SPACE) -> dict[str, int | tuple[int, ...]]:
@@ -147,7 +154,8 @@ def pinned_params(op: Operation, arch: str = DEFAULT_ARCH) -> TemplateParams | N
                           "(schedules pin graph.matmul and 2-D graph.conv on implicit GEMM)")
     template, problem = tunable
     try:
-        return resolve(template, problem, values_from_attr(attr, SPACES[template]))
+        element = str(op.operands[0].type.get_element_type())  # type: ignore[attr-defined]
+        return resolve(template, problem, values_from_attr(attr, SPACES[template]), element)
     except ValueError as exc:
         elsewhere = tunable_problem(op)
         if elsewhere is not None and elsewhere[0] != template:  # a tensor-core op, on an older arch

@@ -3,8 +3,8 @@
 In: an empty ``tm.kernel``, the GEMM's shape (a `MatmulProblem`: M, N, K, batch; B stored
 ``K x N``, or ``N x K`` when ``transpose_rhs``), `MatmulTcParams` and a function giving,
 per block, where the operands come from and where C goes (`TcOperands`). Out: the kernel
-body, computing ``C = A @ B`` with ``mma.sync.m16n8k16`` (``tm.mma``) on f16 or bf16
-operands with f32 accumulators, fed by ``ldmatrix`` from shared tiles that a
+body, computing ``C = A @ B`` with ``mma.sync`` (``tm.mma``) with f32 accumulators: m16n8k16
+on f16 or bf16 operands, or m16n8k8 tf32 on f32 operands (`TcElement`), fed from shared tiles that a
 ``stages``-deep pipeline fills. Each block computes a ``block_m x block_n`` tile of C;
 its ``warps_m x warps_n`` warps each own a ``(block_m / warps_m) x (block_n / warps_n)``
 sub-tile, a grid of 16x8 mma tiles whose accumulators (layout ``MMA_ACC`` of
@@ -24,6 +24,16 @@ The k dimension is walked in ``block_k`` tiles through ``stages`` shared buffers
   .x4`` of each A 16x16 fragment, ``ldmatrix .x2`` of each B 16x8 fragment (``.trans``
   from a ``K x N`` tile: it gives the ``.col`` operand) and the mmas.
 
+**TF32** (f32 operands): the same pipeline with 4 floats per 16-byte chunk and 8-wide k
+slices (m16n8k8; the primitive rounds each operand word to tf32, ``cvt.rna``). ``ldmatrix``
+reads 16-bit elements, but an 8x8 b16 matrix is 8 rows of 4 floats, and lane l gets row
+l / 4, float l % 4 -- the tf32 A fragment when the four matrices are rows 0-7 / 8-15 x
+k 0-3 / 4-7 (lane l addresses row l % 16 at k 4 (l / 16)), and from an ``N x K`` B tile
+the B fragment (x2: lanes 0-7 at k 0, 8-15 at k 4). ``.trans`` cannot transpose 32-bit
+elements, so from a ``K x N`` B tile each lane loads its two words b0 = B[t][g], b1 =
+B[t+4][g] itself (two shared loads), from rows padded by 8 floats: the 32 lanes then hit
+32 distinct banks.
+
 An operand is either **dense** (`TcOperand.index`: element ``(outer, k)`` is at those
 indices of a buffer whose contiguous dimension is k, or outer for a ``K x N`` B), copied
 16 bytes (8 halves) at a time by ``cp.async`` (``repeat * spatial`` over the tile's
@@ -34,8 +44,8 @@ the threads load and store into the shared tile themselves (``auto_map`` over th
 in its memory order), ordered by the same barriers.
 
 Shared tiles are ``a_smem[stages][block_m][block_k]`` and ``b_smem[stages][block_k]
-[block_n]`` (``[block_n][block_k]`` for a k-contiguous B), each row padded by 8 halves (16
-bytes): the 8 rows an ``ldmatrix`` phase reads then start 16 bytes apart modulo 128, on
+[block_n]`` (``[block_n][block_k]`` for a k-contiguous B), each row padded by 16 bytes (8
+halves, 4 floats): the 8 rows an ``ldmatrix`` phase reads then start 16 bytes apart modulo 128, on
 8 distinct 4-bank groups -- no conflicts -- and every row stays 16-byte aligned for
 ``cp.async`` and ``ldmatrix``. The epilogue hands each accumulator to
 `TcOperands.store_c` with its row and column.
@@ -48,7 +58,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, IntegerType, MemRefType
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, IntegerAttr, IntegerType, MemRefType
 from xdsl.ir import Attribute, Block, SSAValue
 
 from tmlir.dialects import tm
@@ -58,10 +68,44 @@ from tmlir.layout import row_major
 from tmlir.mapping import auto_map, repeat, spatial
 from tmlir.schedules.matmul_simt import ElementLoad, MatmulProblem, ResultStore
 
-HALF_BYTES = 2
-CHUNK = 8  # halves per 16-byte cp.async
-SMEM_PAD = 8  # halves added to every shared row (see the module docstring)
-MMA_M, MMA_N, MMA_K = 16, 8, 16
+COPY_BYTES = 16  # one cp.async
+CHUNK = 8  # halves per 16-byte cp.async (`TcElement.chunk` for any element)
+MMA_M, MMA_N, MMA_K = 16, 8, 16  # MMA_K: the k granule of block_k (a tf32 mma takes 8 of it)
+
+
+@dataclass(frozen=True)
+class TcElement:
+    """The element geometry of the engine: what its code depends on in the operands' type."""
+
+    bytes: int  # of one element
+    mma_shape: str  # of tm.mma
+    mma_dtype: str
+    mma_k: int  # the k of one mma: the k slice of one step of fragments
+
+    @property
+    def chunk(self) -> int:
+        """Elements per 16-byte ``cp.async`` (also the pad of a shared row)."""
+        return COPY_BYTES // self.bytes
+
+    @property
+    def tf32(self) -> bool:
+        return self.mma_dtype == "tf32"
+
+    def pads(self, transpose_rhs: bool) -> tuple[int, int]:
+        """Elements added to each shared row of A and of B: 16 bytes, and 32 bytes for a
+        tf32 ``K x N`` B, which the lanes read by scalar loads (see the module docstring)."""
+        return self.chunk, self.chunk * (2 if self.tf32 and not transpose_rhs else 1)
+
+
+TC_F16, TC_BF16 = TcElement(2, "m16n8k16", "f16", 16), TcElement(2, "m16n8k16", "bf16", 16)
+TC_TF32 = TcElement(4, "m16n8k8", "tf32", 8)
+
+
+def tc_element(element: Attribute) -> TcElement:
+    """The geometry of operands of `element`: f16, bf16 or f32 (tf32 mma)."""
+    if isinstance(element, Float32Type):
+        return TC_TF32
+    return TC_F16 if half_dtype(element) == "f16" else TC_BF16
 
 
 @dataclass(frozen=True)
@@ -109,10 +153,12 @@ class MatmulTcParams:
         b_tile = (self.block_n, self.block_k) if problem.transpose_rhs else (self.block_k, self.block_n)
         return (self.block_m, self.block_k), b_tile
 
-    def shared_bytes(self, problem: MatmulProblem | None = None) -> int:
-        """Both operands' padded tiles, all stages."""
-        tiles = self.tiles(problem or MatmulProblem.plain(1, 1, 1))
-        return self.stages * sum(rows * (cols + SMEM_PAD) for rows, cols in tiles) * HALF_BYTES
+    def shared_bytes(self, problem: MatmulProblem | None = None, element: TcElement = TC_F16) -> int:
+        """Both operands' padded tiles, all stages, for operands of `element`."""
+        problem = problem or MatmulProblem.plain(1, 1, 1)
+        pads = element.pads(problem.transpose_rhs)
+        return self.stages * sum(rows * (cols + pad) for (rows, cols), pad
+                                 in zip(self.tiles(problem), pads)) * element.bytes
 
     def register_estimate(self) -> int:
         """Accumulators, one k slice of A and B fragments, ~40 for addresses and loop state."""
@@ -160,7 +206,13 @@ def tc_gemm(kernel: tm.KernelOp, problem: MatmulProblem, params: MatmulTcParams,
             *, wait: bool = True) -> None:
     """Fill `kernel` with the GEMM of `problem` (see the module docstring); operands of
     `element`. `block_operands(b, batch_coords)` is called once inside the block's mapping.
-    `wait=False` leaves out the ``cp_async_wait`` of every k-step (a planted race, for tests)."""
+    `wait=False` leaves out the ``cp_async_wait`` of every k-step (a planted race, for tests).
+
+    The kernel gets ``tm.min_blocks_per_sm = 1`` (``__launch_bounds__(threads, 1)``): left
+    to guess, ptxas caps registers to keep as many blocks resident as the static shared
+    memory allows, and spilled a few bytes in some convolution candidates; the space's
+    tiles are sized for registers, so one resident block is all ptxas must plan for."""
+    kernel.attributes["tm.min_blocks_per_sm"] = IntegerAttr(1, 64)
     _TcGemm(IRBuilder.at_end(kernel.body.block), problem, params, element).build(
         block_operands, block_names, wait)
 
@@ -171,12 +223,12 @@ class _TcGemm:
     def __init__(self, b: IRBuilder, problem: MatmulProblem, params: MatmulTcParams,
                  element: Attribute) -> None:
         self.b, self.p, self.P, self.element = b, problem, params, element
-        self.dtype = half_dtype(element)
+        self.E = tc_element(element)
         self.k_tiles = math.ceil(problem.k / params.block_k)
 
     def alloc(self, scope: str, element: Attribute, shape: Sequence[int], name: str,
-              padded: bool = False) -> SSAValue:
-        layout = row_major(*shape, pad=SMEM_PAD) if padded else None
+              pad: int = 0) -> SSAValue:
+        layout = row_major(*shape, pad=pad) if pad else None
         return self.b.insert(tm.AllocOp(scope, MemRefType(element, list(shape)), layout), name).results[0]
 
     def build(self, block_operands: BlockOperands, block_names: Sequence[str], wait: bool) -> None:
@@ -187,10 +239,13 @@ class _TcGemm:
         warp, self.lane = b.div(tid, WARP_SIZE, "warp"), b.rem(tid, WARP_SIZE, "lane")
         word = IntegerType(32)
         a_tile, b_tile = P.tiles(p)
-        self.a_smem = self.alloc("shared", self.element, (P.stages, *a_tile), "a_smem", True)
-        self.b_smem = self.alloc("shared", self.element, (P.stages, *b_tile), "b_smem", True)
+        a_pad, b_pad = self.E.pads(p.transpose_rhs)
+        self.a_smem = self.alloc("shared", self.element, (P.stages, *a_tile), "a_smem", a_pad)
+        self.b_smem = self.alloc("shared", self.element, (P.stages, *b_tile), "b_smem", b_pad)
         self.a_frag = self.alloc("register", word, (mm, 4), "a_frag")
-        self.b_frag = self.alloc("register", word, (mn, 2), "b_frag")
+        # tf32 B from a K x N tile: loaded as floats (a tf32 mma takes f32 words)
+        scalar_b = self.E.tf32 and not p.transpose_rhs
+        self.b_frag = self.alloc("register", Float32Type() if scalar_b else word, (mn, 2), "b_frag")
         self.acc = self.alloc("register", Float32Type(), (mm, mn, 4), "acc")
         with (
             b.for_task(spatial(*P.tile_grid(p)), bid, list(block_names)) as (bb, tile_m, tile_n),
@@ -202,9 +257,10 @@ class _TcGemm:
             self.col0 = b.mul(tile_n, P.block_n, "col0")
             self.warp_row = b.mul(wi, P.warp_m, "warp_row")
             self.warp_col = b.mul(wj, P.warp_n, "warp_col")
-            # ldmatrix row addresses: lane l gives row l % 16 at column 8 * (l / 16).
+            # ldmatrix row addresses: lane l gives row l % 16 at column chunk * (l / 16).
+            chunk = self.E.chunk
             self.row16 = b.rem(self.lane, 16, "l16")
-            self.col8 = b.mul(b.div(self.lane, 16), 8, "lc8")
+            self.col8 = b.mul(b.div(self.lane, 16), chunk, f"lc{chunk}")
             zero = b.constant(0.0, Float32Type())
             with b.for_task(repeat(mm, mn, 4), None, ["i", "j", "r"]) as (i, j, r):
                 b.store(zero, self.acc, [i, j, r])
@@ -222,8 +278,9 @@ class _TcGemm:
                 with b.if_(b.lt(next_kt, self.k_tiles, "has_next")):
                     self.issue_tile(ops, next_kt, b.rem(next_kt, P.stages, "next_stage"))
                 b.insert(tm.CpAsyncCommitOp())
-                with b.loop(0, P.block_k // MMA_K, unroll=True, name="kk") as kk:
-                    self.slice_mma(stage, b.mul(kk, MMA_K, "k16"))
+                mma_k = self.E.mma_k
+                with b.loop(0, P.block_k // mma_k, unroll=True, name="kk") as kk:
+                    self.slice_mma(stage, b.mul(kk, mma_k, f"k{mma_k}"))
             self.epilogue(ops.store_c)
 
     # ---- global -> shared ---------------------------------------------------------------
@@ -253,10 +310,11 @@ class _TcGemm:
                 b.store(op.load(*element(r, c)), smem, [stage, r, c])
             return
         assert op.buffer is not None and op.index is not None
-        rows, per_row = tile[0], tile[1] // CHUNK
+        chunk = self.E.chunk
+        rows, per_row = tile[0], tile[1] // chunk
         mapping = repeat(rows * per_row // P.threads, 1) * spatial(P.threads // per_row, per_row)
         with b.for_task(mapping, self.tid, ["cr", "cc"]) as (r, cc):
-            col = b.mul(cc, CHUNK, "cs")
+            col = b.mul(cc, chunk, "cs")
             outer, k = element(r, col)
             g_row, g_col = (outer, k) if op.k_major else (k, outer)
             dst = [b.value(stage), b.value(r), b.value(col)]
@@ -265,28 +323,29 @@ class _TcGemm:
                       if _overhangs(n, tile_n)]
             inside = b.all_of(checks)
             if inside is None:
-                b.insert(tm.CpAsyncOp(CHUNK * HALF_BYTES, smem, dst, op.buffer, src))
+                b.insert(tm.CpAsyncOp(COPY_BYTES, smem, dst, op.buffer, src))
                 return
             then, other = Block(), Block()
             with b.at(then):
-                b.insert(tm.CpAsyncOp(CHUNK * HALF_BYTES, smem, dst, op.buffer, src))
+                b.insert(tm.CpAsyncOp(COPY_BYTES, smem, dst, op.buffer, src))
                 b.insert(scf.YieldOp())
             with b.at(other):
                 zero = b.constant(0.0, self.element)
-                for e in range(CHUNK):
+                for e in range(chunk):
                     b.store(zero, smem, [stage, r, b.add(col, e)])
                 b.insert(scf.YieldOp())
             b.insert(scf.IfOp(inside, [], [then], [other]))
 
     # ---- shared -> fragments -> mma -------------------------------------------------------
     def slice_mma(self, stage: Index, k16: Index) -> None:
-        """One 16-wide k slice: ldmatrix every A and B fragment of the warp, then the mmas.
-        A (x4): lane l addresses row l % 16 at column 8 * (l / 16) of the 16x16 tile,
-        which yields the mma A fragment. B from a ``K x N`` tile (x2.trans): lanes 0-15
-        address k rows 0-15 at the 8 columns of the n tile; from an ``N x K`` tile (x2):
-        lanes 0-7 address the 8 n rows at k 0, lanes 8-15 at k 8 (lanes 16-31 repeat
-        lanes 0-15; x2 ignores them)."""
-        b, P = self.b, self.P
+        """One k slice (16 wide; 8 for tf32): every A and B fragment of the warp, then the
+        mmas. A (ldmatrix x4): lane l addresses row l % 16 at column chunk * (l / 16) of the
+        16 x mma_k tile, which yields the mma A fragment. B from a ``K x N`` tile
+        (x2.trans): lanes 0-15 address k rows 0-15 at the 8 columns of the n tile; from an
+        ``N x K`` tile (x2): lanes 0-7 address the 8 n rows at k 0, lanes 8-15 at k chunk
+        (lanes 16-31 repeat lanes 0-15; x2 ignores them). tf32 B from a ``K x N`` tile: two
+        shared loads (see the module docstring)."""
+        b, P, E = self.b, self.P, self.E
         mm, mn = P.mma_tiles
         row16, col8 = self.row16, self.col8
         with b.for_task(repeat(mm), None, ["i"]) as (i,):
@@ -297,14 +356,20 @@ class _TcGemm:
             col = b.add(self.warp_col, b.mul(j, MMA_N), "b_col")
             if self.p.transpose_rhs:
                 n_row = b.add(col, b.rem(row16, 8), "b_n")
-                k_col = b.add(k16, b.mul(b.div(row16, 8), 8), "b_k")
+                k_col = b.add(k16, b.mul(b.div(row16, 8), E.chunk), "b_k")
                 b.insert(tm.LdmatrixOp(2, False, self.b_frag, self.b_smem,
                                        [b.value(stage), b.value(n_row), b.value(k_col)], [j]))
+            elif E.tf32:  # b[r] = B[k16 + t + 4 r][col + g]
+                n = b.add(col, b.div(self.lane, 4), "b_n")
+                k = b.add(k16, b.rem(self.lane, 4), "b_k")
+                for r in range(2):
+                    value = b.load(self.b_smem, [stage, b.add(k, 4, "b_k4") if r else k, n], name=f"b{r}")
+                    b.store(value, self.b_frag, [j, r])
             else:
                 b.insert(tm.LdmatrixOp(2, True, self.b_frag, self.b_smem,
                                        [b.value(stage), b.value(b.add(k16, row16, "b_row")), b.value(col)], [j]))
         with b.for_task(repeat(mm, mn), None, ["i", "j"]) as (i, j):
-            b.insert(tm.MmaOp("m16n8k16", self.dtype, self.acc, self.a_frag, self.b_frag, self.acc,
+            b.insert(tm.MmaOp(E.mma_shape, E.mma_dtype, self.acc, self.a_frag, self.b_frag, self.acc,
                               [i, j], [i], [j], [i, j]))
 
     # ---- epilogue ---------------------------------------------------------------------------

@@ -20,7 +20,8 @@ read widened to f32 and written rounded (``common.half_arguments``); f64 tensors
 graph op                               template
 =====================================  ==================================================
 ``matmul``                             ``matmul_tc.py`` (tensor cores: f16/bf16 operands,
-                                       sm_80+), else ``matmul_simt.py`` (SIMT GEMM)
+                                       or f32 ones on an op marked ``tf32``; sm_80+),
+                                       else ``matmul_simt.py`` (SIMT GEMM)
 elementwise, logic, ``where``, cast    ``elementwise.py`` (one thread per element)
 reductions, softmax, layer norm, pools ``reduction_ops.py`` → ``reduce.py``, ``pool.py``
 ``lp_pool``, ``lrn``                   ``normalization.py`` → ``pool.py``, LRN (per element)
@@ -96,14 +97,17 @@ def check_element_types(op: Operation) -> None:
 TunableProblem = MatmulProblem | Conv2dProblem
 TemplateParams = MatmulSimtParams | MatmulTcParams
 #: Recorded parameters for a tunable kernel, given its template name, problem (see
-#: `tunable_problem`) and the element type it computes on (``f32``; ``f16`` or ``bf16``
-#: for the tensor-core templates); None to use the template's default.
+#: `tunable_problem`) and the element type it computes on (``f32``; ``f16``, ``bf16`` or
+#: ``tf32`` for the tensor-core templates); None to use the template's default.
 TunedParams = Callable[[str, TunableProblem, str], TemplateParams | None]
 #: The oldest compute capability with the tensor-core instructions the templates use
 #: (``mma.sync`` m16n8k16, ``ldmatrix``, ``cp.async``).
 TENSOR_CORE_ARCH = 80
 #: The architecture assumed where none is given (``convert-graph-to-tm``'s default).
 DEFAULT_ARCH = "sm_90"
+#: The unit attribute that lets an f32 ``graph.matmul`` run on tensor cores with TF32 mma
+#: (``graph-mixed-precision{dtype=tf32}`` sets it): without it an f32 matmul is SIMT.
+TF32_ATTR = "tf32"
 
 
 def has_tensor_cores(arch: str) -> bool:
@@ -114,7 +118,8 @@ def has_tensor_cores(arch: str) -> bool:
 def tunable_problem(op: Operation, arch: str = DEFAULT_ARCH) -> tuple[str, TunableProblem] | None:
     """The template name and problem of an op whose kernel is built from a parameter
     space (a ``graph.matmul``: ``matmul_tc`` on tensor cores when its operands are both
-    f16 or both bf16, the template covers its shape and `arch` is sm_80 or newer, else
+    f16 or both bf16 -- or both f32 and the op carries `TF32_ATTR` --, the template covers
+    its shape and `arch` is sm_80 or newer, else
     ``matmul_simt``; a 2-D ``graph.conv`` on implicit GEMM), else None. The problem is
     the one `kernel_for` builds the kernel from; ValueError for a convolution that cannot
     be built."""
@@ -145,6 +150,8 @@ def _tensor_core_element(op: graph.MatmulOp, problem: MatmulProblem, arch: str) 
     """The operands' element type if the tensor-core matmul builds `op` on `arch`."""
     element = op.lhs.type.get_element_type()  # type: ignore[attr-defined]
     if not has_tensor_cores(arch) or op.rhs.type.get_element_type() != element:  # type: ignore[attr-defined]
+        return None
+    if isinstance(element, Float32Type) and TF32_ATTR not in op.attributes:  # TF32 is opt-in
         return None
     try:
         check_problem(problem, element)
@@ -189,15 +196,16 @@ def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None,
     check_element_types(op)
     if (tunable := tunable_problem(op, arch)) is not None:
         template, problem = tunable
-        computed = str(op.operands[0].type.get_element_type()) if template.endswith("_tc") else "f32"  # type: ignore
+        operand = op.operands[0].type.get_element_type()  # type: ignore[attr-defined]
+        computed = ("tf32" if isinstance(operand, Float32Type) else str(operand)) if template.endswith("_tc") \
+            else "f32"
         params = pinned or (tuned(template, problem, computed) if tuned is not None else None)
         if template == "matmul_tc":
             assert isinstance(problem, MatmulProblem)
             if params is not None and not isinstance(params, MatmulTcParams):
                 raise ValueError("the parameters are the SIMT matmul's, but this matmul runs on "
-                                 "tensor cores (f16/bf16 operands)")
-            kernel = matmul_tc_kernel(name, problem, params or default_params(problem),
-                                      op.operands[0].type.get_element_type())  # type: ignore[attr-defined]
+                                 f"tensor cores ({computed} operands)")
+            kernel = matmul_tc_kernel(name, problem, params or default_params(problem, operand), operand)
         elif template == "conv2d_tc":
             assert isinstance(problem, Conv2dProblem)
             if params is not None and not isinstance(params, MatmulTcParams):

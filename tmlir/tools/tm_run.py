@@ -5,6 +5,7 @@
     tm-run mlp.mlir -p 'my-pass,lower-to-cuda' --check   # did my pass keep the meaning?
     tm-run model.onnx --device cuda --runs 20 --check    # against onnxruntime
     tm-run model.onnx --precision fp16 --check --rtol 1e-2   # matmuls on tensor cores, f16 operands
+    tm-run model.onnx --precision tf32 --check --rtol 1e-2   # matmuls on tensor cores, TF32 mma
 
 In: a ``.mlir`` file (graph level, lowered by ``-p`` or ``lower-to-cuda``; or already at
 the gpu level) or an ``.onnx`` model; inputs from ``--input NAME=FILE.npy`` and
@@ -49,9 +50,10 @@ def _parser() -> ToolParser:
     p.add_argument("-p", "--passes", default=None, metavar="PIPELINE",
                    help="pass pipeline for IR (default: lower-to-cuda for graph-level IR)")
     p.add_argument("--device", choices=("emu", "cuda"), default="emu")
-    p.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default="fp32",
+    p.add_argument("--precision", choices=("fp32", "fp16", "bf16", "tf32"), default="fp32",
                    help="ONNX models: fp16/bf16 run the float32 matmuls that fit the tensor-core "
-                        "template with half-precision operands (default fp32); for IR use "
+                        "template with half-precision operands, tf32 with TF32 mma on float32 "
+                        "operands (default fp32); for IR use "
                         "-p 'lower-to-cuda{precision=fp16}'")
     p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     p.add_argument("--inputs", default=None, metavar="FILE.npz")

@@ -77,8 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                         metavar="NAME=D1,D2,...", help="fix a dynamic input's shape")
     parser.add_argument("--no-fusion", action="store_true",
                         help="tune the kernels of the unfused model")
-    parser.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default="fp32",
-                        help="tune the kernels of a compile at this precision: fp16/bf16 give "
+    parser.add_argument("--precision", choices=("fp32", "fp16", "bf16", "tf32"), default="fp32",
+                        help="tune the kernels of a compile at this precision: fp16/bf16/tf32 give "
                              "a float32 model's matmuls tensor cores (lower-to-cuda's option)")
     parser.add_argument("--limit", type=positive_int, default=None,
                         help="only the first LIMIT candidates of each space (and the default)")

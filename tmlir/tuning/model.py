@@ -76,5 +76,6 @@ def tunable_kernel(op: Operation, arch: str = DEFAULT_ARCH) -> TunableKernel | N
 
 
 def _element_name(element: Attribute) -> str:
-    """``f16`` or ``bf16``: the signature's name of a tensor-core kernel's element type."""
-    return {dtypes.FLOAT16.ir: "f16", dtypes.BFLOAT16.ir: "bf16"}[element]
+    """``f16``, ``bf16`` or ``tf32`` (f32 operands): the signature's name of a tensor-core
+    kernel's element type."""
+    return {dtypes.FLOAT16.ir: "f16", dtypes.BFLOAT16.ir: "bf16", dtypes.FLOAT32.ir: "tf32"}[element]

@@ -2,7 +2,8 @@
 
 A *tunable kernel* is a schedule template, the problem it is built for and the element
 type of its operands: a ``graph.matmul`` on the SIMT matmul template (f32) or on the
-tensor-core template (``matmul_tc``: f16 or bf16 operands), or a 2-D convolution on its
+tensor-core template (``matmul_tc``: f16 or bf16 operands, or f32 ones with TF32 mma:
+``tf32``), or a 2-D convolution on its
 implicit GEMM (f32). `tmlir.schedules.templates.tunable_problem` says which ops are
 tunable and builds their problems; `TEMPLATES` holds, per template, its space, default,
 kernel builder and element types (the SIMT templates take `MatmulSimtParams` on the
@@ -34,7 +35,7 @@ from tmlir.dialects import tm
 from tmlir.schedules import conv2d_tc
 from tmlir.schedules.conv2d import Conv2dProblem, conv2d_implicit_gemm_kernel
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
-from tmlir.schedules.matmul_tc import matmul_tc_kernel
+from tmlir.schedules.matmul_tc import default_params, matmul_tc_kernel, tc_space
 from tmlir.schedules.pinned import DEFAULTS, SPACES
 from tmlir.schedules.space import Space
 from tmlir.schedules.tc_gemm import MatmulTcParams
@@ -42,11 +43,11 @@ from tmlir.schedules.templates import TemplateParams, TunableProblem
 
 #: The element types a tunable kernel's operands may have, by signature name.
 ELEMENTS: dict[str, dtypes.DType] = {"f32": dtypes.FLOAT32, "f16": dtypes.FLOAT16,
-                                     "bf16": dtypes.BFLOAT16}
+                                     "bf16": dtypes.BFLOAT16, "tf32": dtypes.FLOAT32}
 #: Relative error (against the reference's largest magnitude) a correct candidate stays in,
 #: by element type: a candidate only reorders f32 sums, but half-precision inputs make
 #: larger sums, so a half kernel gets its element's precision.
-RTOLS = {"f32": 1e-4, "f16": 2e-3, "bf16": 1.6e-2}
+RTOLS = {"f32": 1e-4, "f16": 2e-3, "bf16": 1.6e-2, "tf32": 2e-3}
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ TEMPLATES: dict[str, Template] = {
     "conv2d_implicit_gemm": Template("conv2d", Conv2dProblem, MatmulSimtParams, ("f32",),
                                      lambda name, problem, params, element:
                                      conv2d_implicit_gemm_kernel(name, problem, params)),  # type: ignore[arg-type]
-    "matmul_tc": Template("matmul_tc", MatmulProblem, MatmulTcParams, ("f16", "bf16"),
+    "matmul_tc": Template("matmul_tc", MatmulProblem, MatmulTcParams, ("f16", "bf16", "tf32"),
                           lambda name, problem, params, element: matmul_tc_kernel(
                               name, problem, params, ELEMENTS[element].ir),  # type: ignore[arg-type]
                           element_args=2),
@@ -106,10 +107,16 @@ def _text(value: object) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
+def _either(names: tuple[str, ...]) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    return " or ".join(filter(None, [", ".join(names[:-1]), names[-1]]))
+
+
 @dataclass(frozen=True)
 class TunableKernel:
     """A template, the problem it builds a kernel for and its operands' element type
-    (``f32``, ``f16`` or ``bf16``; default: the template's first, `Template.elements`)."""
+    (``f32``, ``f16``, ``bf16`` or ``tf32``: f32 operands on TF32 mma; default: the
+    template's first, `Template.elements`)."""
 
     template: str
     problem: MatmulProblem | Conv2dProblem
@@ -124,7 +131,7 @@ class TunableKernel:
             object.__setattr__(self, "element", info.elements[0])
         if self.element not in info.elements:
             raise ValueError(f"not a tunable kernel: template '{self.template}' takes "
-                             f"{' or '.join(info.elements)} operands, not {self.element}")
+                             f"{_either(info.elements)} operands, not {self.element}")
 
     @property
     def info(self) -> Template:
@@ -132,7 +139,7 @@ class TunableKernel:
 
     @property
     def space(self) -> Space:
-        return SPACES[self.template]
+        return tc_space(self.element) if self.template == "matmul_tc" else SPACES[self.template]
 
     @property
     def signature(self) -> str:
@@ -167,6 +174,8 @@ class TunableKernel:
         return RTOLS[self.element]
 
     def default_params(self) -> TemplateParams:
+        if self.template == "matmul_tc":  # the tf32 space differs (4-byte elements)
+            return default_params(self.gemm, self.element)
         return DEFAULTS[self.template](self.gemm)
 
     def is_valid(self, params: object) -> bool:

@@ -1,6 +1,7 @@
 // RUN: tm-opt %s --split-input-file -p 'graph-outline-constants,graph-mixed-precision' | filecheck %s
 // RUN: tm-opt %s --split-input-file -p 'graph-outline-constants,graph-mixed-precision{dtype=bf16}' | filecheck %s --check-prefix=BF16
 // RUN: tm-opt %s --split-input-file -p graph-mixed-precision | filecheck %s --check-prefix=NOTABLE
+// RUN: tm-opt %s --split-input-file -p 'graph-outline-constants,graph-mixed-precision{dtype=tf32}' | filecheck %s --check-prefix=TF32
 // RUN: not tm-opt %s -p 'graph-mixed-precision{dtype=fp16}' 2>&1 | filecheck %s --check-prefix=BADDTYPE
 // RUN: not tm-opt %s -p 'lower-to-cuda{precision=f16}' 2>&1 | filecheck %s --check-prefix=BADPRECISION
 //
@@ -8,8 +9,8 @@
 // operands; the bias and result stay f32. A weight is converted at compile time into a
 // new table entry, shared by every matmul that reads it; an activation gets one cast.
 
-// BADDTYPE: tm-opt: error: option 'dtype' of pass 'graph-mixed-precision' expects one of f16, bf16, got 'fp16'; did you mean 'f16'?
-// BADPRECISION: tm-opt: error: option 'precision' of pass 'lower-to-cuda' expects one of fp32, fp16, bf16, got 'f16'; did you mean 'fp16'?
+// BADDTYPE: tm-opt: error: option 'dtype' of pass 'graph-mixed-precision' expects one of f16, bf16, tf32, got 'fp16'; did you mean 'f16'?
+// BADPRECISION: tm-opt: error: option 'precision' of pass 'lower-to-cuda' expects one of fp32, fp16, bf16, tf32, got 'f16'; did you mean 'fp16'?
 
 // CHECK-LABEL: func.func @shared_weight
 // CHECK-NEXT:    %x_f16 = graph.cast %x : tensor<32x64xf32> -> tensor<32x64xf16>
@@ -22,6 +23,13 @@
 // BF16-NEXT:    %x_bf16 = graph.cast %x : tensor<32x64xf32> -> tensor<32x64xbf16>
 // BF16-NEXT:    %w_bf16 = graph.weight "w.bf16" : tensor<64x48xbf16>
 // BF16:         %y = graph.matmul %x_bf16, %w_bf16, %b : (tensor<32x64xbf16>, tensor<64x48xbf16>, tensor<48xf32>) -> tensor<32x48xf32>
+// tf32 converts nothing: it marks the matmuls the tensor-core template takes (TF32 mma).
+// TF32-LABEL: func.func @shared_weight
+// TF32-NEXT:    %w = graph.weight "w" : tensor<64x48xf32>
+// TF32-NEXT:    %b = graph.weight "b" : tensor<48xf32>
+// TF32-NEXT:    %y = graph.matmul %x, %w, %b {tf32} : (tensor<32x64xf32>, tensor<64x48xf32>, tensor<48xf32>) -> tensor<32x48xf32>
+// TF32-NEXT:    %z = graph.matmul %x, %w {tf32} : (tensor<32x64xf32>, tensor<64x48xf32>) -> tensor<32x48xf32>
+// TF32-NEXT:    func.return
 // Run on its own, the pass converts a graph.constant in place.
 // NOTABLE-LABEL: func.func @shared_weight
 // NOTABLE-NEXT:    %x_f16 = graph.cast %x : tensor<32x64xf32> -> tensor<32x64xf16>
