@@ -1,8 +1,8 @@
 """float16 and bfloat16 ONNX models on the tensor-core matmul: ``MatMul`` and ``Gemm`` take
 the ``matmul_tc`` template (from sm_80), run on emu against float64 numpy at half-precision
-tolerance, fuse their epilogue, keep a prologue out of the copied operands, and fall back
-to the SIMT template where the tensor-core one does not apply (sm_75, K not a multiple of
-8, mixed operand types)."""
+tolerance, fuse their epilogue and their prologue (an operand with one is gathered with
+tm.load instead of copied), and fall back to the SIMT template where the tensor-core one
+does not apply (sm_75, K not a multiple of 8, mixed operand types)."""
 
 from __future__ import annotations
 
@@ -78,8 +78,8 @@ def test_gemm_with_transposed_b_alpha_beta_and_bias() -> None:
 
 
 def test_batched_attention_scores_keep_the_transpose_out_of_the_copied_operand() -> None:
-    """q @ transpose(k) * scale on 4-D f16 tensors: the transpose (a prologue candidate) is
-    not fused into the operand the template copies with cp.async."""
+    """q @ transpose(k) * scale on 4-D f16 tensors: the transpose fuses as a prologue of B
+    (gathered), the scale as the epilogue: one kernel."""
     rng = np.random.default_rng(2)
     q = rng.standard_normal((2, 3, 16, 32)).astype(np.float16)
     kk = rng.standard_normal((2, 3, 24, 32)).astype(np.float16)
@@ -90,23 +90,25 @@ def test_batched_attention_scores_keep_the_transpose_out_of_the_copied_operand()
                   helper.make_tensor_value_info("k", F16, kk.shape)],
                  [helper.make_tensor_value_info("y", F16, (2, 3, 16, 24))],
                  {"scale": np.array(0.125, np.float16)})
-    assert "matmul_tc" in templates(data)
+    assert templates(data) == ["matmul_tc"]
     (got,) = tmlir.InferenceSession(data, device="emu").run(None, {"q": q, "k": kk})
     want = 0.125 * (q.astype(np.float64) @ kk.astype(np.float64).swapaxes(-1, -2))
     close(got, want, 32)
 
 
-def test_a_cast_prologue_stays_a_kernel_of_its_own() -> None:
-    """relu(x) feeding the matmul's A would be a prologue of the SIMT template; the
-    tensor-core template copies A with cp.async, so relu gets its own kernel."""
+def test_a_prologue_is_gathered_into_the_tensor_core_matmul() -> None:
+    """relu(x) feeding the matmul's A fuses as a prologue: the template reads A with
+    tm.load (the relu computed per element) instead of cp.async, and B still by cp.async."""
     rng = np.random.default_rng(3)
     x = rng.standard_normal((32, 64)).astype(np.float16)
     w = rng.standard_normal((64, 32)).astype(np.float16)
     data = model([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("MatMul", ["r", "w"], ["y"])],
                  [helper.make_tensor_value_info("x", F16, x.shape)],
                  [helper.make_tensor_value_info("y", F16, (32, 32))], {"w": w})
-    assert sorted(templates(data)) == ["elementwise", "matmul_tc"]
-    assert templates(data, target_arch="sm_75") == ["matmul_simt"]  # no tensor cores: fused
+    program, _ = compile_model(data)
+    assert [k.template for k in program.kernels] == ["matmul_tc"]
+    body = program.source.split("schedule template 'matmul_tc'")[1]
+    assert body.count("tmlir_cp_async<16>(") == 3  # B's copies: 2 prologue stages and the k-loop's
     (got,) = tmlir.InferenceSession(data, device="emu").run(None, {"x": x})
     close(got, np.maximum(x.astype(np.float64), 0) @ w.astype(np.float64), 64)
 

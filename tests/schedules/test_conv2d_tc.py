@@ -19,7 +19,7 @@ from tmlir.backends.ptx import kernel_stats, nvrtc_version
 from tmlir.passes.lower_to_cuda import LowerToCuda
 from tmlir.registry import make_context
 from tmlir.schedules.conv2d import Conv2dProblem
-from tmlir.schedules.conv2d_tc import conv2d_tc_kernel, dense_weights, prologue_free
+from tmlir.schedules.conv2d_tc import conv2d_tc_kernel, dense_weights
 from tmlir.schedules.matmul_tc import MATMUL_TC_SPACE, MatmulTcParams, default_params
 from tmlir.schedules.registry import NoTemplate
 
@@ -73,14 +73,20 @@ def test_bf16_and_the_default_candidate() -> None:
     run_conv(problem, params, BFloat16Type())
 
 
-def test_weights_are_copied_only_when_rows_split_into_16_byte_chunks() -> None:
+def lowered_gathered(problem: Conv2dProblem, params: MatmulTcParams) -> CudaProgram:
+    module = ModuleOp([conv2d_tc_kernel("conv_tc", problem, params, gathered=(1,))])
+    LowerToCuda().apply(make_context(), module)
+    return emit_cuda(module)
+
+
+def test_weights_are_copied_only_when_rows_split_into_16_byte_chunks_and_have_no_prologue() -> None:
     dense = Conv2dProblem((1, 16, 8, 8), (16, 16, 3, 3))
     stem = Conv2dProblem((1, 3, 8, 8), (16, 3, 3, 3))
-    assert dense_weights(dense) and prologue_free(dense) == (1,)
-    assert not dense_weights(stem) and prologue_free(stem) == ()
+    assert dense_weights(dense) and not dense_weights(stem)
     params = MatmulTcParams(64, 64, 32, (2, 2), 3)
     assert lowered(dense, params, Float16Type()).source.count("cp.async.cg") > 0
     assert "cp.async.cg" not in lowered(stem, params, Float16Type()).source
+    assert "cp.async.cg" not in lowered_gathered(dense, params).source  # weights with a prologue
 
 
 def test_depthwise_and_f32_are_refused() -> None:

@@ -32,9 +32,9 @@ def problem(m: int, n: int, k: int, bias: bool = False) -> MatmulProblem:
 
 
 def lowered(prob: MatmulProblem, params: MatmulTcParams, element: Attribute = Float16Type(),
-            wait: bool = True) -> CudaProgram:
+            wait: bool = True, gathered: tuple[int, ...] = ()) -> CudaProgram:
     """The kernel through tm-lower-mappings, convert-tm-to-gpu and arith-simplify, as CUDA C."""
-    module = ModuleOp([matmul_tc_kernel("mm_tc", prob, params, element, wait=wait)])
+    module = ModuleOp([matmul_tc_kernel("mm_tc", prob, params, element, wait=wait, gathered=gathered)])
     module.verify()
     ctx = make_context()
     for p in (TmLowerMappings(), ConvertTmToGpu(), ArithSimplify()):
@@ -43,9 +43,9 @@ def lowered(prob: MatmulProblem, params: MatmulTcParams, element: Attribute = Fl
 
 
 def run_on_emu(prob: MatmulProblem, params: MatmulTcParams, element: Attribute = Float16Type(),
-               wait: bool = True, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+               wait: bool = True, seed: int = 0, gathered: tuple[int, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
     """(C from the emu, the float64 reference) for random unit-scale inputs."""
-    program = lowered(prob, params, element, wait)
+    program = lowered(prob, params, element, wait, gathered)
     rng = np.random.default_rng(seed)
     half = np.float16 if isinstance(element, Float16Type) else ml_dtypes.bfloat16
     a = rng.standard_normal(prob.lhs_shape).astype(half)
@@ -105,6 +105,15 @@ GENERAL = [  # batch broadcasting, B stored N x K, bias broadcasting, alpha and 
 def test_batched_transposed_and_scaled_problems_match_numpy(prob: MatmulProblem, params: MatmulTcParams) -> None:
     assert MATMUL_TC_SPACE.first_violation(params, prob) is None
     assert_matches(*run_on_emu(prob, params, seed=3), prob.k)
+
+
+@pytest.mark.parametrize("gathered", [(0,), (1,), (0, 1)], ids=["A", "B", "A-and-B"])
+def test_gathered_operands_match_numpy(gathered: tuple[int, ...]) -> None:
+    """Operands read with tm.load (as a fused prologue needs), partial tiles zero-filled."""
+    for prob, params in (GENERAL[1].values, SAMPLED[1].values):
+        program = lowered(prob, params, gathered=gathered)
+        assert ("tmlir_cp_async<16>(" in program.source) == (gathered != (0, 1))  # the other is copied
+        assert_matches(*run_on_emu(prob, params, seed=4, gathered=gathered), prob.k)
 
 
 def test_missing_cp_async_wait_gives_a_wrong_result() -> None:

@@ -127,7 +127,9 @@ class _Lowering:
             raise OpError(group, f"convert-graph-to-tm: '{group.name}': {exc}") from exc
         pinned = pinned_params(anchor, self.arch)
         try:
-            kernel = kernel_for(self.kernel_name(anchor), anchor, self.tuned, pinned, self.arch)
+            inside = set(members)
+            prologue = [i for i, v in enumerate(anchor.operands) if v.owner in inside]
+            kernel = kernel_for(self.kernel_name(anchor), anchor, self.tuned, pinned, self.arch, prologue)
             if kernel is None:  # the result has no elements
                 self.kernels[key] = None
                 return

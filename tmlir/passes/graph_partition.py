@@ -13,9 +13,9 @@ ops on the unbroadcast result, transposes, reshapes), all at one coordinate map,
 group ends with exactly one value that leaves it (a chain, or a diamond such as GELU's
 ``x * f(x)``, that closes again). Then each anchor grows a **prologue**: every injective
 op (elementwise with broadcasting, cast, transpose, reshape, expand, slice, constant
-gather, tile, pad, concat, resize) whose result only the group reads, recursively --
-except into the operands that the anchor's template copies without ``tm.load`` (A and B
-of a matmul on tensor cores, from ``target-arch`` sm_80: ``cp.async``).
+gather, tile, pad, concat, resize) whose result only the group reads, recursively (a
+tensor-core template reads an operand with a prologue through ``tm.load``, not
+``cp.async``: ``convert-graph-to-tm`` tells it which).
 Injective ops left over become groups of their own, from the last backwards, each taking
 its producers as a prologue under the same rule.
 
@@ -40,9 +40,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from tmlir.dialects import graph
-from tmlir.passes.convert_graph_to_tm import check_target_arch
 from tmlir.schedules.fusion import FusionError, GroupShape, fusable, is_injective
-from tmlir.schedules.templates import prologue_free_operands
 
 #: At most this many ops in one group (a bound on kernel size, not a schedule choice).
 MAX_GROUP_OPS = 48
@@ -63,22 +61,14 @@ class GraphPartition(ModulePass):
 
     name = "graph-partition"
 
-    target_arch: str = "sm_90"
-    """The GPU architecture: from sm_80 on, a matmul on f16/bf16 operands runs on tensor
-    cores, whose template copies A and B with cp.async: they take no prologue."""
-
-    def __post_init__(self) -> None:
-        check_target_arch(self.name, self.target_arch)
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
-            _Partition(function.body.block, self.target_arch).run()
+            _Partition(function.body.block).run()
 
 
 class _Partition:
-    def __init__(self, block: Block, arch: str = "sm_90") -> None:
+    def __init__(self, block: Block) -> None:
         self.block = block
-        self.arch = arch
         self.ops = [op for op in block.ops if not isinstance(op, func.ReturnOp)]
         self.position = {op: i for i, op in enumerate(self.ops)}
         self.group_of: dict[Operation, _Group] = {}
@@ -151,11 +141,8 @@ class _Partition:
 
     # -- prologue ---------------------------------------------------------------------------
     def grow_prologue(self, group: _Group) -> None:
-        """Take every injective producer whose result only the group reads, recursively
-        (not into an operand the anchor's template reads other than by ``tm.load``)."""
-        closed = prologue_free_operands(group.anchor, self.arch)
-        pending = [v for op in group.members for i, v in enumerate(op.operands)
-                   if op is not group.anchor or i not in closed]
+        """Take every injective producer whose result only the group reads, recursively."""
+        pending = [v for op in group.members for v in op.operands]
         while pending and len(group.members) < MAX_GROUP_OPS:
             value = pending.pop(0)
             producer = value.owner

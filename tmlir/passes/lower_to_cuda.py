@@ -54,7 +54,7 @@ def pipeline(fusion: bool = True, convert: ConvertGraphToTm | None = None,
         GraphCanonicalize(),
         GraphFoldBatchnorm(),
         *([GraphMixedPrecision(mixed, arch)] if mixed else []),  # type: ignore[arg-type]
-        *([GraphPartition(arch)] if fusion else []),
+        *([GraphPartition()] if fusion else []),
         convert or ConvertGraphToTm(),
         TmLowerMappings(),
         ConvertTmToGpu(),
@@ -90,7 +90,8 @@ class LowerToCuda(PipelinePass):
     target_device: str = ""
     """The GPU whose tuning records tunable kernels use (``cuDeviceGetName``); empty: none."""
     target_arch: str = "sm_90"
-    """The GPU architecture of the tuning records (one of tmlir.backends.ptx.SUPPORTED_ARCHS)."""
+    """The GPU architecture (one of tmlir.backends.ptx.SUPPORTED_ARCHS): the tuning records
+    are looked up for it, and from sm_80 f16/bf16 matmuls and convolutions run on tensor cores."""
     tuning_records: str = ""
     """The tuning records file (default: ``$TMLIR_TUNING_RECORDS``, else the cache's)."""
     matmul: str = ""

@@ -15,8 +15,8 @@ never materialized), ``K = Cg*KH*KW``; groups are the GEMM's batch.
   the padding (``tm.load`` under the computed predicate), stored by the thread into the
   ``[block_k][block_n]`` shared tile with consecutive threads on consecutive pixels
   (consecutive input addresses for stride 1). Because the input is read by ``tm.load``,
-  a fused prologue (a ReLU or a cast before the convolution) still works; the weights,
-  copied by ``cp.async``, take none (`prologue_free`).
+  a fused prologue (a ReLU or a cast before the convolution) computes it in place; weights
+  with a prologue (``gathered``) are loaded like those of a stem.
 * The epilogue adds the bias of the row's channel and stores into ``y`` (``conv2d.py``'s
   `conv_gemm_operands`), so f16 outputs and fused epilogues work as for every template.
 
@@ -27,7 +27,7 @@ The parameters and their space are the tensor-core matmul's (``MATMUL_TC_SPACE``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, MemRefType
 from xdsl.ir import Attribute
@@ -39,7 +39,7 @@ from tmlir.schedules.conv2d import Conv2dProblem, conv_gemm_operands
 from tmlir.schedules.registry import NoTemplate
 from tmlir.schedules.tc_gemm import CHUNK, MatmulTcParams, TcOperand, TcOperands, half_dtype, tc_gemm
 
-__all__ = ["check_problem", "conv2d_tc_kernel", "prologue_free"]
+__all__ = ["check_problem", "conv2d_tc_kernel", "dense_weights"]
 
 
 def check_problem(problem: Conv2dProblem, element: Attribute) -> None:
@@ -56,15 +56,11 @@ def dense_weights(problem: Conv2dProblem) -> bool:
     return problem.gemm.k % CHUNK == 0
 
 
-def prologue_free(problem: Conv2dProblem) -> tuple[int, ...]:
-    """The operands (of ``graph.conv``: input, weight, bias) read other than by ``tm.load``."""
-    return (1,) if dense_weights(problem) else ()
-
-
 def conv2d_tc_kernel(name: str, problem: Conv2dProblem, params: MatmulTcParams,
-                     element: Attribute = Float16Type()) -> tm.KernelOp:
+                     element: Attribute = Float16Type(), *, gathered: Collection[int] = ()) -> tm.KernelOp:
     """The kernel ``(x, w, [bias,] y)`` for `problem` with `params`; x and w of `element`
-    (f16 or bf16), bias and y f32."""
+    (f16 or bf16), bias and y f32. The weights are loaded with ``tm.load`` rather than
+    copied when `gathered` holds 1 (they have a fused prologue) or K is not a multiple of 8."""
     check_problem(problem, element)
     p, P, gemm = problem, params, problem.gemm
     f32 = Float32Type()
@@ -80,7 +76,7 @@ def conv2d_tc_kernel(name: str, problem: Conv2dProblem, params: MatmulTcParams,
 
     def block_operands(b: IRBuilder, batch_coords: Sequence[Index]) -> TcOperands:
         ops = conv_gemm_operands(b, p, (P.block_m, P.block_n, P.block_k), (x, w, bias, y), batch_coords)
-        if dense_weights(p):
+        if dense_weights(p) and 1 not in gathered:
             co0 = b.mul(batch_coords[0] if batch_coords else 0, p.group_out, "co0")
             weights = TcOperand(True, w, lambda row, k: [b.add(co0, row), *b.unravel(k, taps, in_range=True)])
         else:

@@ -10,10 +10,13 @@ to a 10-bit mantissa --, a ``stages``-deep ``cp.async`` pipeline, ``ldmatrix`` f
 shared tiles). Which f32 matmuls take it is the graph's choice (the ``tf32`` attribute,
 ``graph-mixed-precision{dtype=tf32}``); the kernel of f32 operands is always TF32.
 
-A and B are copied 16 bytes at a time straight into shared memory, so they are read by
-``cp.async``, not ``tm.load``: an operand takes no fused prologue (`PROLOGUE_FREE`); the
-epilogue -- alpha, bias, beta, the store of C -- is plain ``tm.load``/``tm.store``, so f16
-results (``half_arguments``) and fused epilogues work as for every template.
+A and B are copied 16 bytes at a time straight into shared memory by ``cp.async``, except
+an operand named in `gathered`: its elements are read with ``tm.load`` (0 past its end)
+and stored into the shared tile by the threads, so that a fused prologue (a cast, a
+transpose, an activation before the matmul: ``convert-graph-to-tm`` names the operands
+that have one) can compute them. The epilogue -- alpha, bias, beta, the store of C -- is
+plain ``tm.load``/``tm.store``, so f16 results (``half_arguments``) and fused epilogues
+work as for every template.
 
 Partial tiles: a 16-byte chunk past M, N or K is not copied; the thread stores 8 zeros (4
 for f32) there instead. This needs K (and N when B is ``K x N``) to be a multiple of 8 (4
@@ -26,7 +29,7 @@ form a small space, declared at the end of this file (``MATMUL_TC_SPACE``;
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, MemRefType
@@ -56,11 +59,6 @@ from tmlir.schedules.tc_gemm import (
 __all__ = ["MATMUL_TC_SPACE", "MATMUL_TC_TF32_SPACE", "MatmulTcParams", "check_problem", "default_params",
            "matmul_tc_kernel", "tc_space"]
 
-#: Operands of ``graph.matmul`` (lhs, rhs) that the template reads with ``cp.async``: a
-#: fusion group must not put a prologue there.
-PROLOGUE_FREE = (0, 1)
-
-
 def check_problem(problem: MatmulProblem, element: Attribute) -> None:
     """`NoTemplate` naming what the template does not cover in `problem`."""
     p = problem
@@ -77,11 +75,13 @@ def check_problem(problem: MatmulProblem, element: Attribute) -> None:
 
 
 def matmul_tc_kernel(name: str, problem: MatmulProblem, params: MatmulTcParams,
-                     element: Attribute = Float16Type(), *, wait: bool = True) -> tm.KernelOp:
+                     element: Attribute = Float16Type(), *, wait: bool = True,
+                     gathered: Collection[int] = ()) -> tm.KernelOp:
     """The kernel ``(A, B, [bias,] C)`` for `problem` with `params`; A and B of `element`
-    (f16 or bf16; f32: TF32 mma), bias and C f32. ValueError for params whose f32 tiles
-    overflow shared memory. `wait=False` leaves out the ``cp_async_wait`` of every k-step
-    (a planted race, for tests)."""
+    (f16 or bf16; f32: TF32 mma), bias and C f32. The operands in `gathered` (0: A, 1: B)
+    are read with ``tm.load`` (for a fused prologue) instead of ``cp.async``. ValueError
+    for params whose f32 tiles overflow shared memory. `wait=False` leaves out the
+    ``cp_async_wait`` of every k-step (a planted race, for tests)."""
     check_problem(problem, element)
     p, P, E = problem, params, tc_element(element)
     if E.tf32 and P.shared_bytes(p, E) > MAX_STATIC_SHARED_BYTES:  # what fits f16 may not fit f32
@@ -119,8 +119,22 @@ def matmul_tc_kernel(name: str, problem: MatmulProblem, params: MatmulTcParams,
                 value = b.fop(arith.AddfOp, value, bv)
             b.store(value, c, out_coords, sorted(guarded_out))
 
-        return TcOperands(TcOperand(True, a, lambda row, k: [*a_batch, row, k]),
-                          TcOperand(p.transpose_rhs, bmat, b_index), store_c)
+        def a_index(row: Index, k: Index) -> list[Index]:
+            return [*a_batch, row, k]
+
+        def operand(k_major: bool, buffer: SSAValue, index: Callable[[Index, Index], list[Index]],
+                    outer_extent: int, outer_tile: int, gather: bool) -> TcOperand:
+            if not gather:
+                return TcOperand(k_major, buffer, index)
+
+            def load(outer: Index, k: Index) -> SSAValue:  # 0 past the operand's end
+                inside = b.all_of([b.lt(g, n) for g, n, tile in ((outer, outer_extent, outer_tile),
+                                                                  (k, p.k, P.block_k)) if n % tile])
+                return b.load_if(inside, buffer, index(outer, k))
+            return TcOperand(k_major, load=load)
+
+        return TcOperands(operand(True, a, a_index, p.m, P.block_m, 0 in gathered),
+                          operand(p.transpose_rhs, bmat, b_index, p.n, P.block_n, 1 in gathered), store_c)
 
     tc_gemm(kernel, p, P, element, block_operands, wait=wait)
     return kernel

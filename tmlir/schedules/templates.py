@@ -36,7 +36,7 @@ data movement                          ``data_movement.py`` (one thread per elem
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -59,7 +59,7 @@ from tmlir.schedules.common import half_arguments
 from tmlir.schedules.conv import conv_problem
 from tmlir.schedules.conv2d import Conv2dProblem, conv2d_kernel
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
-from tmlir.schedules.matmul_tc import PROLOGUE_FREE, check_problem, default_params, matmul_tc_kernel
+from tmlir.schedules.matmul_tc import check_problem, default_params, matmul_tc_kernel
 from tmlir.schedules.registry import NoTemplate, kernel_builder
 from tmlir.schedules.tc_gemm import MatmulTcParams
 
@@ -172,27 +172,17 @@ def _tensor_core_conv(op: graph.ConvOp, problem: Conv2dProblem, arch: str) -> bo
     return True
 
 
-def prologue_free_operands(op: Operation, arch: str = DEFAULT_ARCH) -> tuple[int, ...]:
-    """The operands of `op` that its template reads other than by ``tm.load`` (the
-    tensor-core templates copy operands with ``cp.async``): no fused prologue may compute
-    them (``graph-partition``)."""
-    tunable = tunable_problem(op, arch) if isinstance(op, graph.MatmulOp | graph.ConvOp) else None
-    if tunable is None:
-        return ()
-    template, problem = tunable
-    if template == "matmul_tc":
-        return PROLOGUE_FREE
-    return conv2d_tc.prologue_free(problem) if isinstance(problem, Conv2dProblem) and template == "conv2d_tc" else ()
-
-
 @errors_about_op  # tm-opt then names the op's file:line:col
 def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None,
-               pinned: TemplateParams | None = None, arch: str = DEFAULT_ARCH) -> tm.KernelOp | None:
+               pinned: TemplateParams | None = None, arch: str = DEFAULT_ARCH,
+               prologue: Collection[int] = ()) -> tm.KernelOp | None:
     """The kernel of `op` (arguments: its operands, then its results) by its template;
     None when it writes no element. A tunable op (`tunable_problem` on `arch`) gets the
     `pinned` parameters (its schedule pinned in IR, see ``pinned.py``), else those `tuned`
-    returns for it, else its template's default. NoTemplate for an op without a template;
-    ValueError for what its template cannot do."""
+    returns for it, else its template's default. `prologue` names the operands a fused
+    prologue will compute: a tensor-core template reads them with ``tm.load`` instead of
+    copying them with ``cp.async`` (every other template reads operands with ``tm.load``).
+    NoTemplate for an op without a template; ValueError for what its template cannot do."""
     check_element_types(op)
     if (tunable := tunable_problem(op, arch)) is not None:
         template, problem = tunable
@@ -205,14 +195,15 @@ def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None,
             if params is not None and not isinstance(params, MatmulTcParams):
                 raise ValueError("the parameters are the SIMT matmul's, but this matmul runs on "
                                  f"tensor cores ({computed} operands)")
-            kernel = matmul_tc_kernel(name, problem, params or default_params(problem, operand), operand)
+            kernel = matmul_tc_kernel(name, problem, params or default_params(problem, operand), operand,
+                                      gathered=prologue)
         elif template == "conv2d_tc":
             assert isinstance(problem, Conv2dProblem)
             if params is not None and not isinstance(params, MatmulTcParams):
                 raise ValueError("the parameters are the SIMT convolution's, but this convolution runs "
                                  "on tensor cores (f16/bf16 operands)")
             kernel = conv2d_tc.conv2d_tc_kernel(name, problem, params or default_params(problem.gemm),
-                                                op.operands[0].type.get_element_type())  # type: ignore[attr-defined]
+                                                operand, gathered=prologue)
         elif isinstance(problem, MatmulProblem):
             element = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
             if isinstance(element, Float64Type):  # in double; records tune f32 (the defaults fit f64)
