@@ -73,7 +73,7 @@ def marked(arch: str = "sm_90") -> list[str]:
 
 
 def test_the_pass_marks_the_f32_matmuls_the_template_takes():
-    assert marked() == ["graph.matmul True", "graph.matmul False", "graph.conv False"]  # K = 62: no
+    assert marked() == ["graph.matmul True", "graph.matmul False", "graph.conv True"]  # K = 62: no
     assert marked("sm_75") == ["graph.matmul False"] * 2 + ["graph.conv False"]
     module = parse_ir(IR.encode(), "tf32.mlir")
     GraphMixedPrecision("tf32").apply(make_context(weights={"w": W}), module)
@@ -115,6 +115,26 @@ def test_shapes_the_template_does_not_take_stay_simt(cache):
     assert [k.template for k in program.kernels] == ["matmul_simt"]
     program, _ = compile_model(matmul_add_relu(), precision="tf32", target_arch="sm_75")
     assert [k.template for k in program.kernels] == ["matmul_simt"]
+
+
+def test_tf32_convolution_with_a_relu_prologue(cache):
+    """conv(relu(x)) + b in f32 with precision tf32: one conv2d_tc kernel (the relu read
+    through its gathered input), float32 weights, TF32 accuracy."""
+    x = RNG.standard_normal((2, 16, 7, 9)).astype(np.float32)
+    w = (RNG.standard_normal((24, 16, 3, 3)) * 0.3).astype(np.float32)
+    b = RNG.standard_normal(24).astype(np.float32)
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Conv", ["r", "w", "b"], ["y"], pads=[1, 1, 1, 1])]
+    model = make_model(nodes, {"x": x.shape}, {"y": (2, 24, 7, 9)}, {"w": w, "b": b})
+    session = tmlir.InferenceSession(model, precision="tf32")
+    assert [k.template for k in session.program.kernels] == ["conv2d_tc"]
+    assert "tmlir_mma_m16n8k8_tf32" in session.program.source
+    assert {b.dtype for b in session.program.buffers if b.kind == "weight"} == {"float32"}
+    padded = np.pad(np.maximum(x.astype(np.float64), 0), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = sum(np.einsum("nchw,oc->nohw", padded[:, :, i:i + 7, j:j + 9], w[:, :, i, j].astype(np.float64))
+               for i in range(3) for j in range(3)) + b[None, :, None, None]
+    (y,) = session.run(None, {"x": x})
+    assert_tf32_close(y, want)
 
 
 def test_tm_run_and_the_tuner_take_tf32(tmp_path, capsys, cache):

@@ -8,12 +8,13 @@ and whose problem a tensor-core template takes on ``target-arch`` (``matmul_tc``
 ``schedule``) reads its lhs and rhs (input and weight) in ``dtype`` (``f16`` or ``bf16``,
 rounded to nearest even); its bias and result stay f32, so it accumulates and writes in
 f32. Other ops (f64, f16 already, K or N not a multiple of 8, depthwise convolutions, any
-op before sm_80, ...) are left as they are. This is opt-in: it trades float32 operand precision for tensor-core speed.
+op before sm_80, ...) are left as they are. This is opt-in: it trades float32 operand
+precision for tensor-core speed.
 
-``dtype=tf32`` converts nothing: it marks each such f32 matmul with the unit attribute
-``tf32`` (``templates.TF32_ATTR``), which lets ``matmul_tc`` build it with TF32 mma on its
-f32 operands (rounded to a 10-bit mantissa inside the mma; weights stay f32 in the table).
-Convolutions are left as they are (``conv2d_tc`` takes no f32 operands)::
+``dtype=tf32`` converts nothing: it marks each such f32 matmul (and convolution) with the
+unit attribute ``tf32`` (``templates.TF32_ATTR``), which lets ``matmul_tc`` (``conv2d_tc``)
+build it with TF32 mma on its f32 operands (rounded to a 10-bit mantissa inside the mma;
+weights stay f32 in the table)::
 
     %y = graph.matmul %x, %w {tf32} : (tensor<32x64xf32>, tensor<64x48xf32>) -> tensor<32x48xf32>
 
@@ -83,7 +84,7 @@ class GraphMixedPrecision(ModulePass):
         if self.dtype == "tf32":
             from tmlir.schedules.templates import TF32_ATTR
 
-            for anchor in [o for o in op.walk() if isinstance(o, graph.MatmulOp)]:
+            for anchor in [o for o in op.walk() if isinstance(o, graph.MatmulOp | graph.ConvOp)]:
                 if takes_tensor_cores(anchor, Float32Type(), self.target_arch):
                     anchor.attributes[TF32_ATTR] = UnitAttr()
             return

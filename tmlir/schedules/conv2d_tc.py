@@ -1,14 +1,15 @@
 """2-D convolution (NCHW) on tensor cores: the implicit GEMM of ``conv2d.py`` on the
 tensor-core GEMM engine (``tc_gemm.py``).
 
-In: a `Conv2dProblem` with f16 or bf16 input and weight (both the same), an f32 bias, and
-`MatmulTcParams`. Out: a ``tm.kernel`` ``(x, w, [bias,] y)`` with f32 y. The GEMM is the
-SIMT template's (``conv2d.py``): per group, ``M = C_out / groups`` rows of weights (A, as
-stored: row-major ``M x (Cg*KH*KW)``), ``N = N*OH*OW`` output pixels (B, the im2col matrix,
-never materialized), ``K = Cg*KH*KW``; groups are the GEMM's batch.
+In: a `Conv2dProblem` with f16 or bf16 input and weight (both the same; or f32, computed
+with TF32 mma, for a convolution marked ``tf32``), an f32 bias, and `MatmulTcParams`. Out:
+a ``tm.kernel`` ``(x, w, [bias,] y)`` with f32 y. The GEMM is the SIMT template's
+(``conv2d.py``): per group, ``M = C_out / groups`` rows of weights (A, as stored:
+row-major ``M x (Cg*KH*KW)``), ``N = N*OH*OW`` output pixels (B, the im2col matrix, never
+materialized), ``K = Cg*KH*KW``; groups are the GEMM's batch.
 
 * **A, the weights**, are copied 16 bytes at a time with ``cp.async`` when K is a multiple
-  of 8 (then every 8-tap chunk of a weight row is contiguous and 16-byte aligned);
+  of 8 (4 for f32; then every chunk of a weight row is contiguous and 16-byte aligned);
   otherwise (a first layer's ``3 x 7 x 7 = 147`` taps) the threads load them element by
   element into the shared tile.
 * **B, the im2col matrix**, is gathered: each element is the input under its tap, 0 in
@@ -21,7 +22,7 @@ never materialized), ``K = Cg*KH*KW``; groups are the GEMM's batch.
   `conv_gemm_operands`), so f16 outputs and fused epilogues work as for every template.
 
 The parameters and their space are the tensor-core matmul's (``MATMUL_TC_SPACE`` on
-`Conv2dProblem.gemm`); depthwise and other thin groups take the direct kernel instead
+`Conv2dProblem.gemm`, ``MATMUL_TC_TF32_SPACE`` for f32); depthwise and other thin groups take the direct kernel instead
 (`Conv2dProblem.prefers_direct`).
 """
 
@@ -33,41 +34,49 @@ from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, MemRef
 from xdsl.ir import Attribute
 
 from tmlir.dialects import tm
+from tmlir.gpu_limits import MAX_STATIC_SHARED_BYTES
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.schedules.common import kernel_attributes, name_args
 from tmlir.schedules.conv2d import Conv2dProblem, conv_gemm_operands
 from tmlir.schedules.registry import NoTemplate
-from tmlir.schedules.tc_gemm import CHUNK, MatmulTcParams, TcOperand, TcOperands, half_dtype, tc_gemm
+from tmlir.schedules.tc_gemm import MatmulTcParams, TcOperand, TcOperands, tc_element, tc_gemm
 
 __all__ = ["check_problem", "conv2d_tc_kernel", "dense_weights"]
 
 
 def check_problem(problem: Conv2dProblem, element: Attribute) -> None:
     """`NoTemplate` naming what the template does not cover in `problem`."""
-    if not isinstance(element, Float16Type | BFloat16Type):
-        raise NoTemplate(f"the tensor-core convolution takes f16 or bf16 operands, got {element}")
+    if not isinstance(element, Float16Type | BFloat16Type | Float32Type):
+        raise NoTemplate(f"the tensor-core convolution takes f16, bf16 or f32 (tf32) operands, got {element}")
     if problem.prefers_direct:
         raise NoTemplate(f"a convolution with {problem.group_out} output channels per group takes the "
                          "direct kernel")
 
 
-def dense_weights(problem: Conv2dProblem) -> bool:
-    """Whether the weights are copied by ``cp.async`` (K a multiple of 8)."""
-    return problem.gemm.k % CHUNK == 0
+def dense_weights(problem: Conv2dProblem, element: Attribute = Float16Type()) -> bool:
+    """Whether the weights are copied by ``cp.async``: K a multiple of the 16-byte chunk's
+    elements (8 halves, 4 floats)."""
+    return problem.gemm.k % tc_element(element).chunk == 0
 
 
 def conv2d_tc_kernel(name: str, problem: Conv2dProblem, params: MatmulTcParams,
                      element: Attribute = Float16Type(), *, gathered: Collection[int] = ()) -> tm.KernelOp:
     """The kernel ``(x, w, [bias,] y)`` for `problem` with `params`; x and w of `element`
-    (f16 or bf16), bias and y f32. The weights are loaded with ``tm.load`` rather than
-    copied when `gathered` holds 1 (they have a fused prologue) or K is not a multiple of 8."""
+    (f16 or bf16; f32: TF32 mma), bias and y f32. The weights are loaded with ``tm.load``
+    rather than copied when `gathered` holds 1 (they have a fused prologue) or K is not a
+    multiple of the chunk (`dense_weights`). ValueError for params whose f32 tiles overflow
+    shared memory."""
     check_problem(problem, element)
-    p, P, gemm = problem, params, problem.gemm
+    p, P, gemm, E = problem, params, problem.gemm, tc_element(element)
+    if P.shared_bytes(gemm, E) > MAX_STATIC_SHARED_BYTES:  # what fits f16 may not fit f32
+        raise ValueError(f"conv2d_tc tiles {P.block_m}x{P.block_n}x{P.block_k} in {P.stages} stages take "
+                         f"{P.shared_bytes(gemm, E)} bytes of shared memory for {element} operands, over "
+                         f"{MAX_STATIC_SHARED_BYTES}")
     f32 = Float32Type()
     types = [element, element, *([f32] if p.bias else []), f32]
     kernel = tm.KernelOp(name, [MemRefType(t, list(s)) for t, s in zip(types, p.arg_shapes)],
                          P.blocks(gemm), P.threads, kernel_attributes("conv2d_tc", {
-                             **P.describe(), "dtype": half_dtype(element), "M": gemm.m, "N": gemm.n,
+                             **P.describe(), "dtype": E.mma_dtype, "M": gemm.m, "N": gemm.n,
                              "K": gemm.k, **p.describe()}))
     name_args(kernel, ["x", "w", *(["bias"] if p.bias else []), "y"])
     x, w, *rest = kernel.args
@@ -76,7 +85,7 @@ def conv2d_tc_kernel(name: str, problem: Conv2dProblem, params: MatmulTcParams,
 
     def block_operands(b: IRBuilder, batch_coords: Sequence[Index]) -> TcOperands:
         ops = conv_gemm_operands(b, p, (P.block_m, P.block_n, P.block_k), (x, w, bias, y), batch_coords)
-        if dense_weights(p) and 1 not in gathered:
+        if dense_weights(p, element) and 1 not in gathered:
             co0 = b.mul(batch_coords[0] if batch_coords else 0, p.group_out, "co0")
             weights = TcOperand(True, w, lambda row, k: [b.add(co0, row), *b.unravel(k, taps, in_range=True)])
         else:

@@ -65,14 +65,14 @@ def gemm_problem(problem: TunableProblem) -> MatmulProblem:
 def space_of(template: str, element: str = "f16") -> Space:
     """The space of `template` for operands of `element` (``f16``, ``bf16``, ``f32``): the
     tensor-core matmul's f32 (TF32) tiles take twice the shared memory."""
-    return tc_space(element) if template == "matmul_tc" else SPACES[template]
+    return tc_space(element) if template in ("matmul_tc", "conv2d_tc") else SPACES[template]
 
 
 def resolve(template: str, problem: TunableProblem, values: Values, element: str = "f16") -> TemplateParams:
     """The default candidate of `template` for `problem` (operands of `element`) with
     `values` in place, checked (ValueError naming the parameter or the broken constraint)."""
     gemm = gemm_problem(problem)
-    default = default_params(gemm, element) if template == "matmul_tc" else DEFAULTS[template](gemm)
+    default = default_params(gemm, element) if template in ("matmul_tc", "conv2d_tc") else DEFAULTS[template](gemm)
     return space_of(template, element).pin(default, values, gemm)
 
 

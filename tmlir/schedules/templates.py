@@ -165,6 +165,8 @@ def _tensor_core_conv(op: graph.ConvOp, problem: Conv2dProblem, arch: str) -> bo
     element = op.input.type.get_element_type()  # type: ignore[attr-defined]
     if not has_tensor_cores(arch) or op.weight.type.get_element_type() != element:  # type: ignore[attr-defined]
         return False
+    if isinstance(element, Float32Type) and TF32_ATTR not in op.attributes:  # TF32 is opt-in
+        return False
     try:
         conv2d_tc.check_problem(problem, element)
     except NoTemplate:
@@ -201,8 +203,8 @@ def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None,
             assert isinstance(problem, Conv2dProblem)
             if params is not None and not isinstance(params, MatmulTcParams):
                 raise ValueError("the parameters are the SIMT convolution's, but this convolution runs "
-                                 "on tensor cores (f16/bf16 operands)")
-            kernel = conv2d_tc.conv2d_tc_kernel(name, problem, params or default_params(problem.gemm),
+                                 f"on tensor cores ({computed} operands)")
+            kernel = conv2d_tc.conv2d_tc_kernel(name, problem, params or default_params(problem.gemm, operand),
                                                 operand, gathered=prologue)
         elif isinstance(problem, MatmulProblem):
             element = op.results[0].type.get_element_type()  # type: ignore[attr-defined]

@@ -35,8 +35,8 @@ from tmlir.dialects import tm
 from tmlir.schedules import conv2d_tc
 from tmlir.schedules.conv2d import Conv2dProblem, conv2d_implicit_gemm_kernel
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
-from tmlir.schedules.matmul_tc import default_params, matmul_tc_kernel, tc_space
-from tmlir.schedules.pinned import DEFAULTS, SPACES
+from tmlir.schedules.matmul_tc import default_params, matmul_tc_kernel
+from tmlir.schedules.pinned import DEFAULTS, space_of
 from tmlir.schedules.space import Space
 from tmlir.schedules.tc_gemm import MatmulTcParams
 from tmlir.schedules.templates import TemplateParams, TunableProblem
@@ -76,7 +76,7 @@ TEMPLATES: dict[str, Template] = {
                           lambda name, problem, params, element: matmul_tc_kernel(
                               name, problem, params, ELEMENTS[element].ir),  # type: ignore[arg-type]
                           element_args=2),
-    "conv2d_tc": Template("conv2d_tc", Conv2dProblem, MatmulTcParams, ("f16", "bf16"),
+    "conv2d_tc": Template("conv2d_tc", Conv2dProblem, MatmulTcParams, ("f16", "bf16", "tf32"),
                           lambda name, problem, params, element: conv2d_tc.conv2d_tc_kernel(
                               name, problem, params, ELEMENTS[element].ir),  # type: ignore[arg-type]
                           element_args=2),
@@ -139,7 +139,7 @@ class TunableKernel:
 
     @property
     def space(self) -> Space:
-        return tc_space(self.element) if self.template == "matmul_tc" else SPACES[self.template]
+        return space_of(self.template, self.element)
 
     @property
     def signature(self) -> str:
@@ -174,7 +174,7 @@ class TunableKernel:
         return RTOLS[self.element]
 
     def default_params(self) -> TemplateParams:
-        if self.template == "matmul_tc":  # the tf32 space differs (4-byte elements)
+        if self.template in ("matmul_tc", "conv2d_tc"):  # the tf32 space differs (4-byte elements)
             return default_params(self.gemm, self.element)
         return DEFAULTS[self.template](self.gemm)
 
