@@ -263,8 +263,46 @@ def cp_async_groups_case() -> TcKernel:
                     expected, _exact, gpu_checked=128)
 
 
+def cp_async_zfill_source(wait: str | None) -> str:
+    """A 32-thread kernel ``cp_async_zfill_<name>``: threads 0-23 copy 16 bytes (their row
+    of a 24 x 4 float matrix) and 4 bytes (one float after it); threads 24-31 are past the
+    end: their zero-filling copies get the clamped source of row 0 and must land zeros.
+    Shared memory starts as SENTINEL; as in `cp_async_source`, each thread then writes its
+    neighbour's part, after the wait (`wait`; None: none, the planted race) and a barrier."""
+    name = "nowait" if wait is None else "wait"
+    return (
+        f"extern \"C\" __global__ void cp_async_zfill_{name}(const float* src, float* out) {{\n"
+        "  alignas(16) __shared__ float buf[4 * 32 + 32];\n"
+        "  const int tid = threadIdx.x, next = (tid + 1) % 32;\n"
+        "  const bool inside = tid < 24;\n"
+        "  const int row = inside ? tid : 0;  // a zero-filled copy's source: clamped into src\n"
+        f"  for (int i = tid; i < 5 * 32; i += 32) buf[i] = {SENTINEL:.1f}f;\n"
+        "  __syncthreads();\n"
+        "  tmlir_cp_async_zfill<16>(&buf[4 * tid], src + 4 * row, inside);\n"
+        "  tmlir_cp_async_zfill<4>(&buf[128 + tid], src + 96 + row, inside);\n"
+        "  tmlir_cp_async_commit();\n"
+        f"  {wait or '// no wait: neither the data nor the zeros may have landed'}\n"
+        "  __syncthreads();\n"
+        "  for (int k = 0; k < 4; ++k) out[4 * next + k] = buf[4 * next + k];\n"
+        "  out[128 + next] = buf[128 + next];\n"
+        "}\n")
+
+
+def cp_async_zfill_case(wait: bool = True) -> TcKernel:
+    """Rows 0-23 copied, rows 24-31 zero-filled (16- and 4-byte copies); on the emu without
+    the wait nothing has landed, the zeros included."""
+    src = np.arange(1, 121, dtype=np.float32)
+    expected = np.concatenate([src[:96], np.zeros(32, np.float32), src[96:], np.zeros(8, np.float32)])
+    if not wait:
+        expected = np.full_like(expected, SENTINEL)
+    name = "cp_async_zfill_wait" if wait else "cp_async_zfill_nowait"
+    return TcKernel(cp_async_zfill_source("tmlir_cp_async_wait<0>();" if wait else None), _cp_sig(name), 32,
+                    (src,), np.zeros(160, np.float32), expected, _exact, gpu_checked=None if wait else 0)
+
+
 def cases() -> list[TcKernel]:
     """Every test kernel with correct fragment handling (the swapped-layout mma excluded)."""
     return [mma_case("f16"), mma_case("bf16"), mma_case("tf32"), mma_case("tf32", tf32_exact=False),
             ldmatrix_case(),
-            cp_async_case(), cp_async_case(wait=False), cp_async_groups_case()]
+            cp_async_case(), cp_async_case(wait=False), cp_async_groups_case(),
+            cp_async_zfill_case(), cp_async_zfill_case(wait=False)]

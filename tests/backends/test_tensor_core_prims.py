@@ -123,7 +123,8 @@ def test_prelude_has_only_what_a_source_uses() -> None:
     assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in text and "m8n8.x4.shared" not in text
     assert "cp.async.commit_group" not in text and "mma" not in text
     assert prelude_for("float x = 1.0f;") == ""
-    assert len(DEFINITIONS) == 12  # 3 mma, 6 ldmatrix, 3 cp.async
+    assert len(DEFINITIONS) == 13  # 3 mma, 6 ldmatrix, 4 cp.async (one zero-filling)
+    assert "tmlir_cp_async_zfill" not in text  # a name that only starts like a used one
     assert prelude(body).endswith(text)  # what cuda_c puts ahead of a kernel
     assert prelude("tm_half h;" + body).endswith(text)
 

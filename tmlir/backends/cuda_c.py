@@ -321,7 +321,7 @@ class _KernelPrinter:
                                      f"{_strip(self.expr(op.value))}, {op.offset.data}{width})")
             case tmgpu.MmaOp() | tmgpu.LdmatrixOp() | tmgpu.CpAsyncOp() | tmgpu.CpAsyncCommitOp() \
                     | tmgpu.CpAsyncWaitOp():  # warp- or thread-level statements, in program order
-                self.emit(tensor_core_call(op, self.access, self.c_type))
+                self.emit(tensor_core_call(op, self.access, self.c_type, self.expr))
             case memref.LoadOp():
                 if not self.inlined(op.res):
                     self.bind(op.res, self.access(op.memref, op.indices))

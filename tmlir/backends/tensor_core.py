@@ -1,7 +1,7 @@
 """Tensor-core warp primitives for generated CUDA C: mma.sync, ldmatrix and cp.async.
 
 Generated CUDA C calls device functions named ``tmlir_mma_m16n8k16_f16``,
-``tmlir_ldmatrix_x4_trans``, ``tmlir_cp_async<16>``, ... (the contract and the fragment
+``tmlir_ldmatrix_x4_trans``, ``tmlir_cp_async<16>``, ``tmlir_cp_async_zfill<16>``, ... (the contract and the fragment
 layouts are in docs/tensor_cores.md). `prelude_for(source)` gives the definitions that a
 source calls, by name, and nothing else -- as `cuda_types.prelude` does for ``tm_half`` --
 so a kernel without tensor cores is unchanged. Each definition is inline PTX for sm_80+
@@ -76,6 +76,22 @@ template <int BYTES> __device__ __forceinline__ void tmlir_cp_async(void* smem_d
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" :: "r"(dst), "l"(gmem_src), "n"(BYTES) : "memory");
 }
 """
+# src-size (PTX's fourth operand): BYTES copies the source, 0 reads nothing and writes BYTES
+# zeros; either way the write is part of the async copy. `gmem_src` must still be an address
+# inside the buffer (templates pass a clamped one); it is not read when `copy` is false.
+_CP_ASYNC_ZFILL = """\
+template <int BYTES> __device__ __forceinline__ void tmlir_cp_async_zfill(void* smem_dst, const void* gmem_src,
+                                                                         bool copy) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  const unsigned dst = (unsigned)__cvta_generic_to_shared(smem_dst), src_size = copy ? BYTES : 0;
+  if (BYTES == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(gmem_src), "r"(src_size)
+                 : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" :: "r"(dst), "l"(gmem_src), "n"(BYTES),
+                 "r"(src_size) : "memory");
+}
+"""
 _CP_ASYNC_COMMIT = """\
 __device__ __forceinline__ void tmlir_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 """
@@ -93,6 +109,7 @@ DEFINITIONS: dict[str, str] = {
     **{f"tmlir_ldmatrix_x{n}{'_trans' if t else ''}": _ldmatrix(n, t)
        for t in (False, True) for n in (1, 2, 4)},
     "tmlir_cp_async": _CP_ASYNC,
+    "tmlir_cp_async_zfill": _CP_ASYNC_ZFILL,
     "tmlir_cp_async_commit": _CP_ASYNC_COMMIT,
     "tmlir_cp_async_wait": _CP_ASYNC_WAIT,
 }
@@ -116,11 +133,12 @@ def prelude_for(source: str) -> str:
 
 
 def tensor_core_call(op: Operation, access: Callable[[SSAValue, Sequence[SSAValue]], str],
-                     c_type: Callable[[Attribute], str]) -> str:
+                     c_type: Callable[[Attribute], str], expr: Callable[[SSAValue], str] | None = None) -> str:
     """The CUDA C statement calling the primitive a ``tmgpu`` tensor-core op stands for
-    (tmlir.ir.tensor_core_ops), with the printer's `access` (a buffer at indices as C text)
-    and `c_type`: a fragment is its C array (``acc[mi][ni]`` for one of an array of them),
-    word fragments pass as ``unsigned*``; shared and global operands by address."""
+    (tmlir.ir.tensor_core_ops), with the printer's `access` (a buffer at indices as C text),
+    `c_type` and `expr` (a scalar value as C text: a cp_async's zfill condition): a fragment
+    is its C array (``acc[mi][ni]`` for one of an array of them), word fragments pass as
+    ``unsigned*``; shared and global operands by address."""
 
     def words(buffer: SSAValue, indices, const: bool = True) -> str:
         array = access(buffer, indices)
@@ -138,8 +156,14 @@ def tensor_core_call(op: Operation, access: Callable[[SSAValue, Sequence[SSAValu
             return (f"tmlir_ldmatrix_x{op.num.data}{suffix}({words(op.frag, op.frag_indices, False)}, "
                     f"&{access(op.smem, op.smem_indices)});")
         case tmgpu.CpAsyncOp():
-            return (f"tmlir_cp_async<{op.bytes.data}>(&{access(op.dst, op.dst_indices)}, "
-                    f"&{access(op.src, op.src_indices)});")
+            addresses = f"&{access(op.dst, op.dst_indices)}, &{access(op.src, op.src_indices)}"
+            if op.inside is None:
+                return f"tmlir_cp_async<{op.bytes.data}>({addresses});"
+            assert expr is not None, "a zero-filling cp_async needs the printer's expressions"
+            condition = expr(op.inside)
+            if condition.startswith("(") and condition.endswith(")") and condition.count("(") == 1:
+                condition = condition[1:-1]
+            return f"tmlir_cp_async_zfill<{op.bytes.data}>({addresses}, {condition});"
         case tmgpu.CpAsyncCommitOp():
             return "tmlir_cp_async_commit();"
     assert isinstance(op, tmgpu.CpAsyncWaitOp)

@@ -268,7 +268,8 @@ class LdmatrixOp(LdmatrixOpBase):
 
 @irdl_op_definition
 class CpAsyncOp(CpAsyncOpBase):
-    """``tmlir_cp_async<16>(&smem[..], &x[..])`` (see CpAsyncOpBase)."""
+    """``tmlir_cp_async<16>(&smem[..], &x[..])``, with ``zfill_unless %inside``
+    ``tmlir_cp_async_zfill<16>(&smem[..], &x[..], inside)`` (see CpAsyncOpBase)."""
 
     name = "tmgpu.cp_async"
     traits = traits_def(InsideKernel(KernelOp))

@@ -14,6 +14,7 @@ C functions the CUDA printer calls are the prelude's ``tmlir_mma_*``, ``tmlir_ld
     tm.mma m16n8k16 f16 %acc, %a, %b, %acc : memref<4xf32>, memref<4xi32>, memref<2xi32>, memref<4xf32>
     tm.ldmatrix x4 trans %a, %smem[%r, %c] : memref<4xi32>, memref<64x32xf16>
     tm.cp_async bytes(16) %smem[%r, %c], %x[%i, %j] : memref<64x32xf16>, memref<256x256xf16>
+    tm.cp_async bytes(16) %smem[%r, %c], %x[%i0, %j0] zfill_unless %inside : memref<64x32xf16>, memref<256x256xf16>
     tm.cp_async_commit
     tm.cp_async_wait pending(1)
 """
@@ -21,7 +22,7 @@ C functions the CUDA printer calls are the prelude's ``tmlir_mma_*``, ``tmlir_ld
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import (
     BFloat16Type,
@@ -41,6 +42,7 @@ from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     var_operand_def,
@@ -121,19 +123,23 @@ class TensorCoreOp(IRDLOperation):
                 f"{self.describe()}: fragment {what} must end in a dimension of {words} {element},"
                 f" got {buffer.type}")
 
-    def print_operands(self, printer: Printer) -> None:
+    def print_operands(self, printer: Printer, after_accesses: Callable[[], None] | None = None) -> None:
         accesses = self.accesses()
         for k, (buffer, indices) in enumerate(accesses):
             printer.print_string(", " if k else " ")
             print_access(printer, buffer, indices)
+        if after_accesses is not None:
+            after_accesses()
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_list([b.type for b, _ in accesses], printer.print_attribute)
 
     @classmethod
-    def parse_operands(cls, parser: Parser, count: int) -> tuple[list, dict[str, Attribute]]:
+    def parse_operands(cls, parser: Parser, count: int,
+                       after_accesses: Callable[[], None] | None = None) -> tuple[list, dict[str, Attribute]]:
         """`count` accesses, the attribute dictionary and the types: the operands as
-        [buffer, indices, buffer, indices, ...] and the attributes."""
+        [buffer, indices, buffer, indices, ...] and the attributes (`after_accesses` parses
+        what an op writes between its accesses and its attributes)."""
         raw = []
         for k in range(count):
             if k:
@@ -146,6 +152,8 @@ class TensorCoreOp(IRDLOperation):
                         Parser.Delimiter.NONE, parser.parse_unresolved_operand)
                     parser.parse_punctuation("]")
             raw.append((buffer, indices))
+        if after_accesses is not None:
+            after_accesses()
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
@@ -276,21 +284,29 @@ class LdmatrixOpBase(TensorCoreOp):
 
 
 class CpAsyncOpBase(TensorCoreOp):
-    """``<op> bytes(16) %smem[...], %g[...] : <types>``: ``cp.async`` of `bytes` (4, 8 or
-    16) from a global buffer to a shared one, by this thread, asynchronously: the copy
-    joins this thread's open group (closed by ``cp_async_commit``); its data is only
-    guaranteed in shared memory after the ``cp_async_wait`` that covers its group (and, for
-    other threads, a barrier after that). Both addresses must be aligned to `bytes`."""
+    """``<op> bytes(16) %smem[...], %g[...] [zfill_unless %inside] : <types>``: ``cp.async``
+    of `bytes` (4, 8 or 16) from a global buffer to a shared one, by this thread,
+    asynchronously: the copy joins this thread's open group (closed by
+    ``cp_async_commit``); its data is only guaranteed in shared memory after the
+    ``cp_async_wait`` that covers its group (and, for other threads, a barrier after that).
+    Both addresses must be aligned to `bytes`.
+
+    With ``zfill_unless %inside`` (an i1): where %inside is false the copy reads nothing
+    and writes `bytes` zeros instead (PTX's src-size operand, 0), asynchronously like the
+    data -- they too land at the covering wait. The source indices are still turned into an
+    address, so they must stay inside the buffer (a template clamps them, e.g. to the
+    operand's origin); only the read is skipped."""
 
     bytes = prop_def(IntAttr)
     dst = operand_def(MemRefType)
     dst_indices = var_operand_def(IndexType)
     src = operand_def(MemRefType)
     src_indices = var_operand_def(IndexType)
+    inside = opt_operand_def(IntegerType)
 
     def __init__(self, bytes: int, dst: SSAValue, dst_indices: Sequence[SSAValue], src: SSAValue,
-                 src_indices: Sequence[SSAValue]) -> None:
-        super().__init__(operands=[dst, dst_indices, src, src_indices],
+                 src_indices: Sequence[SSAValue], inside: SSAValue | None = None) -> None:
+        super().__init__(operands=[dst, dst_indices, src, src_indices, [inside] if inside is not None else []],
                          properties={"bytes": IntAttr(bytes)})
 
     def accesses(self) -> list[tuple[SSAValue, Sequence[SSAValue]]]:
@@ -308,17 +324,32 @@ class CpAsyncOpBase(TensorCoreOp):
         width = getattr(dst, "bitwidth", None)
         if not isinstance(width, int) or width % 8 or size % (width // 8):
             raise VerifyException(f"'{self.name}': {size} bytes is not a whole number of {dst} elements")
+        if self.inside is not None and self.inside.type != IntegerType(1):
+            raise VerifyException(f"'{self.name}': the zfill_unless condition must be i1, got {self.inside.type}")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" bytes({self.bytes.data})")
-        self.print_operands(printer)
+
+        def condition() -> None:
+            if self.inside is not None:
+                printer.print_string(" zfill_unless ")
+                printer.print_ssa_value(self.inside)
+
+        self.print_operands(printer, condition)
 
     @classmethod
     def parse(cls, parser: Parser):
         parser.parse_keyword("bytes")
         with parser.in_parens():
             size = parser.parse_integer(allow_boolean=False)
-        operands, attrs = cls.parse_operands(parser, 2)
+        condition: list = []
+
+        def parse_condition() -> None:
+            if parser.parse_optional_keyword("zfill_unless") is not None:
+                condition.append(parser.parse_unresolved_operand())
+
+        operands, attrs = cls.parse_operands(parser, 2, parse_condition)
+        operands.append([parser.resolve_operand(c, IntegerType(1)) for c in condition])
         return cls.build(operands=operands, attributes=attrs, properties={"bytes": IntAttr(size)})
 
 

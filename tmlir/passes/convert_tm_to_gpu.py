@@ -253,7 +253,7 @@ class ConvertTensorCore(RewritePattern):
                                            storage(op.smem, op.smem_indices), op.frag_indices)
             case tm.CpAsyncOp():
                 new = tmgpu.CpAsyncOp(op.bytes.data, op.dst, storage(op.dst, op.dst_indices),
-                                      op.src, op.src_indices)
+                                      op.src, op.src_indices, op.inside)
             case tm.CpAsyncCommitOp():
                 new = tmgpu.CpAsyncCommitOp()
             case tm.CpAsyncWaitOp():

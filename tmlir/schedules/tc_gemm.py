@@ -37,11 +37,12 @@ B[t+4][g] itself (two shared loads), from rows padded by 8 floats: the 32 lanes 
 An operand is either **dense** (`TcOperand.index`: element ``(outer, k)`` is at those
 indices of a buffer whose contiguous dimension is k, or outer for a ``K x N`` B), copied
 16 bytes (8 halves) at a time by ``cp.async`` (``repeat * spatial`` over the tile's
-chunks, consecutive threads on consecutive chunks; a chunk past the operand's end gets 8
-zeros, stored by the thread), or **gathered** (`TcOperand.load`: an element loader that
-gives 0 outside the operand, as an implicit-GEMM convolution's im2col), whose elements
-the threads load and store into the shared tile themselves (``auto_map`` over the tile,
-in its memory order), ordered by the same barriers.
+chunks, consecutive threads on consecutive chunks; a chunk past the operand's end is a
+zero-filling ``cp_async ... zfill_unless %inside`` whose source indices are clamped to 0,
+so it reads nothing and lands 16 zero bytes at the same wait), or **gathered**
+(`TcOperand.load`: an element loader that gives 0 outside the operand, as an implicit-GEMM
+convolution's im2col), whose elements the threads load and store into the shared tile
+themselves (``auto_map`` over the tile, in its memory order), ordered by the same barriers.
 
 Shared tiles are ``a_smem[stages][block_m][block_k]`` and ``b_smem[stages][block_k]
 [block_n]`` (``[block_n][block_k]`` for a k-contiguous B), each row padded by 16 bytes (8
@@ -57,9 +58,9 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import scf
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, IntegerAttr, IntegerType, MemRefType
-from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.ir import Attribute, SSAValue
 
 from tmlir.dialects import tm
 from tmlir.gpu_limits import WARP_SIZE
@@ -318,23 +319,21 @@ class _TcGemm:
             outer, k = element(r, col)
             g_row, g_col = (outer, k) if op.k_major else (k, outer)
             dst = [b.value(stage), b.value(r), b.value(col)]
-            src = [b.value(i) for i in op.index(outer, k)]
-            checks = [b.lt(g, n) for g, n, tile_n in ((g_row, extent[0], tile[0]), (g_col, extent[1], tile[1]))
-                      if _overhangs(n, tile_n)]
+            overhang = [_overhangs(n, tile_n) for n, tile_n in zip(extent, tile)]
+            checks = [b.lt(g, n) for g, n, over in zip((g_row, g_col), extent, overhang) if over]
             inside = b.all_of(checks)
-            if inside is None:
-                b.insert(tm.CpAsyncOp(COPY_BYTES, smem, dst, op.buffer, src))
-                return
-            then, other = Block(), Block()
-            with b.at(then):
-                b.insert(tm.CpAsyncOp(COPY_BYTES, smem, dst, op.buffer, src))
-                b.insert(scf.YieldOp())
-            with b.at(other):
-                zero = b.constant(0.0, self.element)
-                for e in range(chunk):
-                    b.store(zero, smem, [stage, r, b.add(col, e)])
-                b.insert(scf.YieldOp())
-            b.insert(scf.IfOp(inside, [], [then], [other]))
+            if inside is not None:  # a chunk past the end: zero-filled, its source clamped to 0
+                inside.name_hint = "inside"
+                over_outer, over_k = overhang if op.k_major else overhang[::-1]
+                outer = self._clamp(inside, outer) if over_outer else outer
+                k = self._clamp(inside, k) if over_k else k
+            src = [b.value(i) for i in op.index(outer, k)]
+            b.insert(tm.CpAsyncOp(COPY_BYTES, smem, dst, op.buffer, src, inside))
+
+    def _clamp(self, inside: SSAValue, x: Index) -> SSAValue:
+        """`x` where `inside`, else 0: an address inside the operand for a zero-filled chunk."""
+        b = self.b
+        return b.insert(arith.SelectOp(inside, b.value(x), b.value(0)), "clamped").results[0]
 
     # ---- shared -> fragments -> mma -------------------------------------------------------
     def slice_mma(self, stage: Index, k16: Index) -> None:

@@ -133,3 +133,24 @@ tm.kernel @variants(%x: memref<32x8xf32>, %y: memref<32x8xbf16>) grid(1) block(3
   tm.mma m16n8k16 bf16 %acc[%c1, %c0], %ha, %fb[%c1], %acc[%c1, %c0] : memref<2x2x4xf32>, memref<4xi32>, memref<2x2xi32>, memref<2x2x4xf32>
   tm.mma m16n8k8 tf32 %acc[%c0, %c1], %fa, %fb[%c0], %acc[%c0, %c0] : memref<2x2x4xf32>, memref<4xf32>, memref<2x2xi32>, memref<2x2x4xf32>
 }
+
+// A zero-filling copy (rows 6 and 7 past the end of x): the prelude's tmlir_cp_async_zfill,
+// its condition as the third argument, the clamped source row still an address inside x.
+// CHECK-LABEL: void __launch_bounds__(8) zfill(const tm_half* __restrict__ x) {
+// CHECK:         const bool inside = t < 6;
+// CHECK-NEXT:    const int row = inside ? t : 0;
+// CHECK-NEXT:    tmlir_cp_async_zfill<16>(&sz[t][0], &x[row * 8], inside);
+// CHECK-NEXT:    tmlir_cp_async_commit();
+// PTX-LABEL: .entry zfill(
+// PTX:       cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16, %r{{[0-9]+}};
+tm.kernel @zfill(%x: memref<6x8xf16>) grid(1) block(8) {
+  %t = tm.thread_id
+  %c0 = arith.constant 0 : index
+  %c6 = arith.constant 6 : index
+  %sz = tm.alloc shared : memref<8x8xf16>
+  %inside = arith.cmpi ult, %t, %c6 : index
+  %row = arith.select %inside, %t, %c0 : index
+  tm.cp_async bytes(16) %sz[%t, %c0], %x[%row, %c0] zfill_unless %inside : memref<8x8xf16>, memref<6x8xf16>
+  tm.cp_async_commit
+  tm.cp_async_wait pending(0)
+}

@@ -39,3 +39,21 @@ tm.kernel @laid_out_fragment(%x: memref<8x16xf16>) grid(1) block(32) {
   // expected-error@+1 {{convert-tm-to-gpu: a fragment of 'tm.ldmatrix' cannot have a data layout}}
   tm.ldmatrix x2 %fb[%c0], %sb[%t, %c0] : memref<1x2xi32>, memref<8x16xf16>
 }
+
+// -----
+
+// A zero-filling copy keeps its condition.
+// CHECK-LABEL: tmgpu.kernel @zfill
+// CHECK:         %inside = arith.cmpi ult, %t, %c6 : index
+// CHECK:         tmgpu.cp_async bytes(16) %sb[{{%.*}}], %x[%row, %c0] zfill_unless %inside : memref<192xf16>, memref<6x16xf16>
+tm.kernel @zfill(%x: memref<6x16xf16>) grid(1) block(8) {
+  %t = tm.thread_id
+  %c0 = arith.constant 0 : index
+  %c6 = arith.constant 6 : index
+  %sb = tm.alloc shared layout(row_major(8, 16, pad=8)) : memref<8x16xf16>
+  %inside = arith.cmpi ult, %t, %c6 : index
+  %row = arith.select %inside, %t, %c0 : index
+  tm.cp_async bytes(16) %sb[%t, %c0], %x[%row, %c0] zfill_unless %inside : memref<8x16xf16>, memref<6x16xf16>
+  tm.cp_async_commit
+  tm.cp_async_wait pending(0)
+}

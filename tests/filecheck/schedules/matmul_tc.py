@@ -12,6 +12,9 @@ from tmlir.schedules.matmul_tc import MatmulTcParams, matmul_tc_kernel
 
 problem = MatmulProblem.plain(256, 128, 128)
 print(ModuleOp([matmul_tc_kernel("mm_tc", problem, MatmulTcParams(128, 64, 32, (4, 2), 3))]))
+# Partial tiles (40 x 24 x 48, tile 32 x 32 x 32): see the end of the file.
+partial = MatmulProblem.plain(40, 24, 48)
+print(ModuleOp([matmul_tc_kernel("mm_tc_partial", partial, MatmulTcParams(32, 32, 32, (1, 2), 2))]))
 
 # CHECK-LABEL: tm.kernel @mm_tc(%A: memref<256x128xf16>, %B: memref<128x128xf16>,
 # CHECK-SAME:    %C: memref<256x128xf32>) grid(4) block(256)
@@ -67,3 +70,28 @@ print(ModuleOp([matmul_tc_kernel("mm_tc", problem, MatmulTcParams(128, 64, 32, (
 # CHECK:           tm.for_task (%i_3, %j_3, %h, %e) in repeat(2, 4, 2, 2) {
 # CHECK:             %sum = tm.load %acc[%i_3, %j_3, %{{.*}}] : memref<2x4x4xf32>
 # CHECK-NEXT:        tm.store %sum, %C[%row, %col] : memref<256x128xf32>
+
+# Partial tiles: a chunk past the end of A (row >= 40 or k >= 48) or B (k >= 48 or column
+# >= 24) is one zero-filling copy whose source indices are clamped to 0 where it is outside
+# (the address stays inside the operand; nothing is read), no scf.if, no zero stores.
+# CHECK-LABEL: tm.kernel @mm_tc_partial(%A: memref<40x48xf16>, %B: memref<48x24xf16>,
+# CHECK:           tm.for_task (%cr, %cc) in repeat(2, 1) * spatial(16, 4) on %tid {
+# CHECK:             %g_row = arith.addi %row0, %cr : index
+# CHECK:             %[[ROW_IN:.*]] = arith.cmpi ult, %g_row, %{{.*}} : index
+# CHECK:             %[[K_IN:.*]] = arith.cmpi ult, %cs, %{{.*}} : index
+# CHECK-NEXT:        %inside = arith.andi %[[ROW_IN]], %[[K_IN]] : i1
+# CHECK-NEXT:        %[[ZERO:.*]] = arith.constant 0 : index
+# CHECK-NEXT:        %clamped = arith.select %inside, %g_row, %[[ZERO]] : index
+# CHECK-NEXT:        %[[ZERO2:.*]] = arith.constant 0 : index
+# CHECK-NEXT:        %clamped_1 = arith.select %inside, %cs, %[[ZERO2]] : index
+# CHECK-NEXT:        tm.cp_async bytes(16) %a_smem[%{{.*}}, %cr, %cs], %A[%clamped, %clamped_1] zfill_unless %inside
+# CHECK-NEXT:      }
+# CHECK:           tm.cp_async bytes(16) %b_smem[{{.*}}], %B[%clamped_3, %clamped_2] zfill_unless %inside_1
+# CHECK-NOT:       scf.if %inside
+# CHECK-NOT:       tm.store %{{.*}}, %a_smem
+# CHECK:           scf.for %kt =
+# CHECK:             scf.if %has_next {
+# CHECK:               tm.cp_async bytes(16) %a_smem[{{.*}}] zfill_unless %inside_2
+# CHECK:               tm.cp_async bytes(16) %b_smem[{{.*}}] zfill_unless %inside_3
+# CHECK-NOT:         tm.store %{{.*}}, %{{[ab]}}_smem
+# CHECK:           tm.for_task (%i_3, %j_3, %h, %e) in repeat(2, 2, 2, 2) {

@@ -19,6 +19,8 @@
 //   groups. A copy is therefore only visible after the wait that covers it -- a kernel that
 //   reads shared memory before waiting reads the old contents, as a racing GPU may. Copies
 //   still queued when the thread exits are dropped (and reported by a check build).
+//   tmlir_cp_async_zfill with a false condition queues a copy without a source: at its wait
+//   it writes `bytes` zeros and reads nothing (the source pointer is never dereferenced).
 //
 // A misuse (a partial warp, a misaligned cp.async, more than kMaxAsyncCopies copies in
 // flight) traps; the fault guard then fails the launch with that reason, block and thread.
@@ -28,7 +30,7 @@ namespace tmlir_emu {
 
 constexpr int kMaxAsyncCopies = 64;  // cp.async copies one thread may have in flight
 
-struct AsyncCopy { void* dst; const void* src; int bytes, group; };
+struct AsyncCopy { void* dst; const void* src; int bytes, group; };  // src null: zero-fill
 struct AsyncQueue { int n, committed; AsyncCopy copies[kMaxAsyncCopies]; };
 
 // The worker's tensor-core state (Worker::tensor_cores), allocated on first use.
@@ -164,12 +166,14 @@ inline void ldmatrix(unsigned r[count], const void* row) {
   memcpy(r, out, sizeof out);
 }
 
-inline void async_issue(void* dst, const void* src, int bytes) {
+// Queues a copy of `bytes` from `src`, or (copy false) of `bytes` zeros: src is then only
+// checked for alignment, as the GPU requires of the address, and never read.
+inline void async_issue(void* dst, const void* src, int bytes, bool copy = true) {
   if ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) % bytes)
     tc_misuse("cp.async with an address not aligned to its size");
   AsyncQueue& q = tc_state().queues[linear_tid()];
   if (q.n == kMaxAsyncCopies) tc_misuse("more than 64 cp.async copies in flight (no wait?)");
-  q.copies[q.n++] = {dst, src, bytes, q.committed};
+  q.copies[q.n++] = {dst, copy ? src : nullptr, bytes, q.committed};
 }
 
 inline void async_wait(int newest_pending) {
@@ -178,8 +182,9 @@ inline void async_wait(int newest_pending) {
   int kept = 0;
   for (int i = 0; i < q.n; ++i) {
     const AsyncCopy& c = q.copies[i];
-    if (c.group < done_below) memcpy(c.dst, c.src, size_t(c.bytes));
-    else q.copies[kept++] = c;
+    if (c.group >= done_below) q.copies[kept++] = c;
+    else if (c.src) memcpy(c.dst, c.src, size_t(c.bytes));
+    else memset(c.dst, 0, size_t(c.bytes));
   }
   q.n = kept;
 }
@@ -204,6 +209,10 @@ inline void tmlir_ldmatrix_x4_trans(unsigned r[4], const void* row) { tmlir_emu:
 template <int BYTES> inline void tmlir_cp_async(void* smem_dst, const void* gmem_src) {
   static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
   tmlir_emu::async_issue(smem_dst, gmem_src, BYTES);
+}
+template <int BYTES> inline void tmlir_cp_async_zfill(void* smem_dst, const void* gmem_src, bool copy) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  tmlir_emu::async_issue(smem_dst, gmem_src, BYTES, copy);
 }
 inline void tmlir_cp_async_commit() { ++tmlir_emu::tc_state().queues[tmlir_emu::linear_tid()].committed; }
 template <int N> inline void tmlir_cp_async_wait() {

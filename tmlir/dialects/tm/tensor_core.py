@@ -48,7 +48,8 @@ class LdmatrixOp(LdmatrixOpBase):
 
 @irdl_op_definition
 class CpAsyncOp(CpAsyncOpBase):
-    """``tm.cp_async bytes(16) %smem[...], %x[...] : ...`` (see CpAsyncOpBase)."""
+    """``tm.cp_async bytes(16) %smem[...], %x[...] [zfill_unless %inside] : ...`` (see
+    CpAsyncOpBase)."""
 
     name = "tm.cp_async"
     traits = traits_def(InsideKernel(KernelOp))

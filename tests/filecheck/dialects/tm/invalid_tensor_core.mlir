@@ -271,3 +271,23 @@ func.func @outside(%acc: memref<4xf32>, %a: memref<4xi32>, %b: memref<2xi32>) {
   tm.mma m16n8k16 f16 %acc, %a, %b, %acc : memref<4xf32>, memref<4xi32>, memref<2xi32>, memref<4xf32>
   func.return
 }
+
+// -----
+
+tm.kernel @zfill_condition(%x: memref<16x8xf16>) grid(1) block(32) {
+  %i = tm.thread_id
+  %smem = tm.alloc shared : memref<16x8xf16>
+  %n = arith.constant 1 : i32
+  // expected-error@+1 {{'tm.cp_async': the zfill_unless condition must be i1, got i32}}
+  "tm.cp_async"(%smem, %i, %i, %x, %i, %i, %n) <{bytes = #builtin.int<16>, operandSegmentSizes = array<i32: 1, 2, 1, 2, 1>}> : (memref<16x8xf16>, index, index, memref<16x8xf16>, index, index, i32) -> ()
+}
+
+// -----
+
+tm.kernel @zfill_condition_syntax(%x: memref<16x8xf16>) grid(1) block(32) {
+  %i = tm.thread_id
+  %smem = tm.alloc shared : memref<16x8xf16>
+  %n = arith.constant 1 : i32
+  // expected-error@+1 {{operand is used with type i1, but has been previously used or defined with type i32}}
+  tm.cp_async bytes(16) %smem[%i, %i], %x[%i, %i] zfill_unless %n : memref<16x8xf16>, memref<16x8xf16>
+}

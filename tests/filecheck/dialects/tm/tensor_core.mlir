@@ -62,3 +62,28 @@ tmgpu.kernel @gpu_level(%x: memref<128xbf16>) block(32) {
   tmgpu.ldmatrix x4 trans %a, %smem[%t] : memref<4xui32>, memref<128xbf16>
   tmgpu.mma m16n8k16 bf16 %acc, %a, %b, %acc : memref<4xf32>, memref<4xui32>, memref<2xi32>, memref<4xf32>
 }
+
+// -----
+
+// A zero-filling copy: where %inside is false it reads nothing and lands 16 zero bytes.
+// CHECK-LABEL: tm.kernel @zfill
+// CHECK:      tm.cp_async bytes(16) %smem[%r, %c0], %x[%rc, %c0] zfill_unless %inside : memref<16x8xf16>, memref<12x8xf16>
+// CHECK-NEXT: tm.cp_async bytes(8) %smem[%r, %c0], %x[%rc, %c0] zfill_unless %inside {note = "z"} : memref<16x8xf16>, memref<12x8xf16>
+// CHECK:      tmgpu.cp_async bytes(4) %smem[%t], %x[%t] zfill_unless %in : memref<128xf32>, memref<128xf32>
+tm.kernel @zfill(%x: memref<12x8xf16>) grid(1) block(16) {
+  %r = tm.thread_id
+  %c0 = arith.constant 0 : index
+  %c12 = arith.constant 12 : index
+  %smem = tm.alloc shared : memref<16x8xf16>
+  %inside = arith.cmpi ult, %r, %c12 : index
+  %rc = arith.select %inside, %r, %c0 : index
+  tm.cp_async bytes(16) %smem[%r, %c0], %x[%rc, %c0] zfill_unless %inside : memref<16x8xf16>, memref<12x8xf16>
+  tm.cp_async bytes(8) %smem[%r, %c0], %x[%rc, %c0] zfill_unless %inside {note = "z"} : memref<16x8xf16>, memref<12x8xf16>
+}
+tmgpu.kernel @zfill_gpu(%x: memref<128xf32>) block(32) {
+  %t = tmgpu.thread_id x
+  %c100 = arith.constant 100 : index
+  %in = arith.cmpi ult, %t, %c100 : index
+  %smem = tmgpu.shared_alloc : memref<128xf32>
+  tmgpu.cp_async bytes(4) %smem[%t], %x[%t] zfill_unless %in : memref<128xf32>, memref<128xf32>
+}
