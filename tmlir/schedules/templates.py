@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type, TensorType
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from tmlir import dtypes
 from tmlir.dialects import graph, tm
@@ -136,39 +136,30 @@ def tunable_problem(op: Operation, arch: str = DEFAULT_ARCH) -> tuple[str, Tunab
             op.transpose_lhs is not None, op.transpose_rhs is not None,
             op.alpha_value, op.beta_value,
         )
-        return ("matmul_tc" if _tensor_core_element(op, problem, arch) else "matmul_simt"), problem
+        return ("matmul_tc" if _on_tensor_cores(op, problem, arch) else "matmul_simt"), problem
     if isinstance(op, graph.ConvOp) and len(_shape(op.input)) == 4:
         problem = conv_problem(_shape(op.input), _shape(op.weight), *op.attributes_tuple(),
                                op.bias is not None)
         if problem.prefers_direct:
             return None
-        return ("conv2d_tc" if _tensor_core_conv(op, problem, arch) else "conv2d_implicit_gemm"), problem
+        return ("conv2d_tc" if _on_tensor_cores(op, problem, arch) else "conv2d_implicit_gemm"), problem
     return None
 
 
-def _tensor_core_element(op: graph.MatmulOp, problem: MatmulProblem, arch: str) -> Attribute | None:
-    """The operands' element type if the tensor-core matmul builds `op` on `arch`."""
-    element = op.lhs.type.get_element_type()  # type: ignore[attr-defined]
-    if not has_tensor_cores(arch) or op.rhs.type.get_element_type() != element:  # type: ignore[attr-defined]
-        return None
-    if isinstance(element, Float32Type) and TF32_ATTR not in op.attributes:  # TF32 is opt-in
-        return None
-    try:
-        check_problem(problem, element)
-    except NoTemplate:
-        return None
-    return element
-
-
-def _tensor_core_conv(op: graph.ConvOp, problem: Conv2dProblem, arch: str) -> bool:
-    """Whether the tensor-core convolution builds `op` on `arch`."""
-    element = op.input.type.get_element_type()  # type: ignore[attr-defined]
-    if not has_tensor_cores(arch) or op.weight.type.get_element_type() != element:  # type: ignore[attr-defined]
+def _on_tensor_cores(op: graph.MatmulOp | graph.ConvOp, problem: TunableProblem, arch: str) -> bool:
+    """Whether a tensor-core template builds `op` on `arch`: its two operands (lhs and rhs;
+    input and weight) of one element type, f16 or bf16 -- or f32 on an op marked `TF32_ATTR`
+    --, and a problem the template covers."""
+    element = op.operands[0].type.get_element_type()  # type: ignore[attr-defined]
+    if not has_tensor_cores(arch) or op.operands[1].type.get_element_type() != element:  # type: ignore[attr-defined]
         return False
     if isinstance(element, Float32Type) and TF32_ATTR not in op.attributes:  # TF32 is opt-in
         return False
     try:
-        conv2d_tc.check_problem(problem, element)
+        if isinstance(problem, Conv2dProblem):
+            conv2d_tc.check_problem(problem, element)
+        else:
+            check_problem(problem, element)
     except NoTemplate:
         return False
     return True
