@@ -22,7 +22,9 @@ The k dimension is walked in ``block_k`` tiles through ``stages`` shared buffers
   then the copies of tile ``kt+stages-1`` into the buffer tile ``kt-1`` used (an empty
   commit past the last tile keeps the group count), then per 16-wide k slice ``ldmatrix
   .x4`` of each A 16x16 fragment, ``ldmatrix .x2`` of each B 16x8 fragment (``.trans``
-  from a ``K x N`` tile: it gives the ``.col`` operand) and the mmas.
+  from a ``K x N`` tile: it gives the ``.col`` operand) and the mmas. A gathered operand
+  (below) of tile ``kt+stages-1`` is loaded into registers with the copies and stored into
+  its buffer after the mmas (register staging: the loads' latency hides behind them).
 
 **TF32** (f32 operands): the same pipeline with 4 floats per 16-byte chunk and 8-wide k
 slices (m16n8k8; the primitive rounds each operand word to tf32, ``cvt.rna``). ``ldmatrix``
@@ -55,7 +57,8 @@ halves, 4 floats): the 8 rows an ``ldmatrix`` phase reads then start 16 bytes ap
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
@@ -66,7 +69,7 @@ from tmlir.dialects import tm
 from tmlir.gpu_limits import WARP_SIZE
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.layout import row_major
-from tmlir.mapping import auto_map, repeat, spatial
+from tmlir.mapping import TaskMapping, auto_map, repeat, spatial
 from tmlir.schedules.matmul_simt import ElementLoad, MatmulProblem, ResultStore
 
 COPY_BYTES = 16  # one cp.async
@@ -254,6 +257,13 @@ class _TcGemm:
         ):
             ops = block_operands(b, b.unravel(bb, p.batch_shape, in_range=True))
             assert ops.a.k_major and ops.b.k_major == p.transpose_rhs, "operand layouts"
+            self.registers: dict[int, SSAValue] = {}
+            self.staged: list[tuple[SSAValue, SSAValue, tuple[int, int]]] = []
+            for op, smem, tile, name in ((ops.a, self.a_smem, a_tile, "a_ldg"), (ops.b, self.b_smem, b_tile, "b_ldg")):
+                if op.load is not None:
+                    regs = self.alloc("register", self.element, (tile[0] * tile[1] // P.threads,), name)
+                    self.registers[id(op)] = regs
+                    self.staged.append((smem, regs, tile))
             self.row0 = b.mul(tile_m, P.block_m, "row0")
             self.col0 = b.mul(tile_n, P.block_n, "col0")
             self.warp_row = b.mul(wi, P.warp_m, "warp_row")
@@ -276,25 +286,36 @@ class _TcGemm:
                 b.insert(tm.BarrierOp())
                 stage = b.rem(kt, P.stages, "stage")
                 next_kt = b.add(kt, P.stages - 1, "next_kt")
-                with b.if_(b.lt(next_kt, self.k_tiles, "has_next")):
-                    self.issue_tile(ops, next_kt, b.rem(next_kt, P.stages, "next_stage"))
+                has_next = b.lt(next_kt, self.k_tiles, "has_next")
+                with b.if_(has_next):  # gathered operands: into registers
+                    self.issue_tile(ops, next_kt, b.rem(next_kt, P.stages, "next_stage"), staged=True)
                 b.insert(tm.CpAsyncCommitOp())
                 mma_k = self.E.mma_k
                 with b.loop(0, P.block_k // mma_k, unroll=True, name="kk") as kk:
                     self.slice_mma(stage, b.mul(kk, mma_k, f"k{mma_k}"))
+                if self.staged:  # the gathered elements, loaded before the mmas, into the tile
+                    with b.if_(has_next):
+                        next_stage = b.rem(next_kt, P.stages, "next_stage")
+                        for smem, regs, tile in self.staged:
+                            with self.gather_tasks(tile) as (reg, r, c):
+                                b.store(b.load(regs, [reg]), smem, [next_stage, r, c])
             self.epilogue(ops.store_c)
 
     # ---- global -> shared ---------------------------------------------------------------
-    def issue_tile(self, ops: TcOperands, k_tile: Index, stage: Index) -> None:
-        """Copies (or gathered stores) of k-tile `k_tile` of A and B into buffer `stage`."""
+    def issue_tile(self, ops: TcOperands, k_tile: Index, stage: Index, staged: bool = False) -> None:
+        """Copies (or gathered stores) of k-tile `k_tile` of A and B into buffer `stage`;
+        when `staged` (in the k-loop) a gathered operand's elements go to its registers
+        instead, stored into the buffer after the k-step's mmas (their loads' latency hides
+        behind the mmas, as the SIMT template's register staging does)."""
         P = self.P
         k0 = self.b.mul(k_tile, P.block_k, "k0")
-        self.fill(ops.a, self.a_smem, stage, self.row0, k0, P.block_m, self.p.m)
-        self.fill(ops.b, self.b_smem, stage, self.col0, k0, P.block_n, self.p.n)
+        self.fill(ops.a, self.a_smem, stage, self.row0, k0, P.block_m, self.p.m, staged)
+        self.fill(ops.b, self.b_smem, stage, self.col0, k0, P.block_n, self.p.n, staged)
 
     def fill(self, op: TcOperand, smem: SSAValue, stage: Index, outer0: Index, k0: Index,
-             outer_tile: int, outer_extent: int) -> None:
-        """One operand's tile: ``outer_tile x block_k`` elements from ``(outer0, k0)``."""
+             outer_tile: int, outer_extent: int, staged: bool = False) -> None:
+        """One operand's tile: ``outer_tile x block_k`` elements from ``(outer0, k0)`` (a
+        gathered operand's into its registers when `staged`)."""
         b, P, K = self.b, self.P, self.p.k
         if op.k_major:
             tile, origin, extent = (outer_tile, P.block_k), (outer0, k0), (outer_extent, K)
@@ -307,8 +328,12 @@ class _TcGemm:
             return (g_row, g_col) if op.k_major else (g_col, g_row)
 
         if op.load is not None:
-            with b.for_task(auto_map(tile, P.threads), self.tid, ["gr", "gc"]) as (r, c):
-                b.store(op.load(*element(r, c)), smem, [stage, r, c])
+            with self.gather_tasks(tile) as (reg, r, c):
+                value = op.load(*element(r, c))
+                if staged:
+                    b.store(value, self.registers[id(op)], [reg])
+                else:
+                    b.store(value, smem, [stage, r, c])
             return
         assert op.buffer is not None and op.index is not None
         chunk = self.E.chunk
@@ -329,6 +354,19 @@ class _TcGemm:
                 k = self._clamp(inside, k) if over_k else k
             src = [b.value(i) for i in op.index(outer, k)]
             b.insert(tm.CpAsyncOp(COPY_BYTES, smem, dst, op.buffer, src, inside))
+
+    @contextmanager
+    def gather_tasks(self, tile: tuple[int, int]) -> Iterator[tuple[Index, Index, Index]]:
+        """This thread's elements of a gathered ``rows x cols`` tile, ``auto_map`` in memory
+        order (``repeat * spatial``; the spatial task outermost): (register index, row, col)."""
+        b, mapping = self.b, auto_map(tile, self.P.threads)
+        rep, spa = (TaskMapping(mapping.atoms[:1]), TaskMapping(mapping.atoms[1:])) if len(mapping.atoms) == 2 \
+            else (repeat(1, 1), mapping)
+        r_shape, s_shape = rep.task_shape, spa.task_shape
+        with (b.for_task(spa, self.tid, ["s0", "s1"]) as (s0, s1),
+              b.for_task(rep, None, ["r0", "r1"]) as (r0, r1)):
+            yield (b.add(b.mul(r0, r_shape[1]), r1), b.add(b.mul(r0, s_shape[0]), s0, "gr"),
+                   b.add(b.mul(r1, s_shape[1]), s1, "gc"))
 
     def _clamp(self, inside: SSAValue, x: Index) -> SSAValue:
         """`x` where `inside`, else 0: an address inside the operand for a zero-filled chunk."""
