@@ -112,3 +112,34 @@ def reference_conv(problem: Any, x: np.ndarray, w: np.ndarray,
     if bias is not None:
         y += bias.astype(np.float64)[None, :, None, None]
     return y
+
+
+def to_float16(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` in float16 the way an exporter's ``model.half()`` gives it: every float tensor
+    (initializers, ``Constant`` and ``ConstantOfShape`` values, graph inputs and outputs) is
+    float16 (values past float16's range become infinities, as a -3.4e38 attention mask
+    does), a ``Cast`` to float casts to float16, and ``value_info`` is dropped (stale)."""
+    import warnings
+
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+
+    def half(t: onnx.TensorProto) -> None:
+        if t.data_type == TensorProto.FLOAT:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # overflow to inf, on purpose
+                t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name))
+
+    graph = model.graph
+    for t in graph.initializer:
+        half(t)
+    for v in (*graph.input, *graph.output):
+        if v.type.tensor_type.elem_type == TensorProto.FLOAT:
+            v.type.tensor_type.elem_type = TensorProto.FLOAT16
+    del graph.value_info[:]
+    for node in graph.node:
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.TENSOR:
+                half(a.t)
+            if node.op_type == "Cast" and a.name == "to" and a.i == TensorProto.FLOAT:
+                a.i = TensorProto.FLOAT16
+    return model
