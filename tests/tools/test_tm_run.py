@@ -184,3 +184,16 @@ def test_cuda_run_matches_the_reference(tmp_path, capsys, kind):
     status, out, err = _run([*argv, "--device", "cuda", "--check", "--runs", "3"], capsys)
     assert status == 0, err
     assert "on cuda" in out and "check: ok" in out
+
+
+def test_check_errors_are_relative_to_the_outputs_scale():
+    """A ReLU's zero outputs must not turn a 1e-7 difference into a huge per-element
+    ratio; a shape mismatch is an infinite error, not a crash."""
+    from tmlir.tools.tm_run import _errors
+
+    want = np.array([0.0, 2.0, 4.0], np.float32)
+    got = np.array([1e-7, 2.0, 4.0], np.float32)
+    worst, relative = _errors(got, want)
+    assert worst == pytest.approx(1e-7, rel=1e-3) and relative == pytest.approx(2.5e-8, rel=1e-3)
+    assert _errors(got[:2], want) == (float("inf"), float("inf"))
+    assert _errors(np.array([np.inf, np.nan]), np.array([np.inf, np.nan])) == (0.0, 0.0)
