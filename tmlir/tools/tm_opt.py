@@ -151,6 +151,7 @@ class TmOptMain(xDSLOptMain):
         self.available_frontends["onnx"] = parse_onnx
 
         def parse_mlir(io: IO[bytes]) -> ModuleOp:
+            self.ctx.weights = None  # each chunk (--split-input-file) starts without weights
             parser = LocatingParser(self.ctx, io.read(), self.get_input_name())
             module = parser.parse_module(not self.args.no_implicit_module)
             self.op_spans = parser.spans

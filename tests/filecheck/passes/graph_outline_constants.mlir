@@ -52,3 +52,23 @@ func.func @types(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<2xf16>, tensor<3xi
   %s = graph.add %x, %i : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
   func.return %s, %h, %m : tensor<3xi64>, tensor<2xf16>, tensor<3xi1>
 }
+
+// -----
+
+// Each chunk of --split-input-file starts with no weight table: the same SSA name gives
+// the same weight name in every chunk (not c_1, c_2 after an earlier chunk's c).
+// CHECK-LABEL: func.func @chunk_a
+// CHECK:         graph.weight "c" : tensor<2xf32>
+func.func @chunk_a() -> tensor<2xf32> {
+  %c = graph.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  func.return %c : tensor<2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @chunk_b
+// CHECK:         graph.weight "c" : tensor<2xf32>
+func.func @chunk_b() -> tensor<2xf32> {
+  %c = graph.constant dense<[3.0, 4.0]> : tensor<2xf32>
+  func.return %c : tensor<2xf32>
+}
