@@ -27,7 +27,7 @@ before converting anything, and a driver may run it right after parsing.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, IntegerAttr, IntegerType
 from xdsl.ir import Attribute, Operation
@@ -43,15 +43,13 @@ from tmlir.schedules.templates import DEFAULT_ARCH, TemplateParams, TunableProbl
 #: The attribute of a graph op naming its schedule's parameters.
 SCHEDULE_ATTR = "schedule"
 #: The space of each tunable template (the SIMT ones take `MatmulSimtParams` on a GEMM
-#: problem, the tensor-core matmul `MatmulTcParams`), and its default for a GEMM problem.
+#: problem, the tensor-core ones `MatmulTcParams`; for f32 operands theirs is `space_of`'s).
 SPACES: dict[str, Space] = {
     "matmul_simt": MATMUL_SIMT_SPACE, "conv2d_implicit_gemm": MATMUL_SIMT_SPACE, "matmul_tc": MATMUL_TC_SPACE,
     "conv2d_tc": MATMUL_TC_SPACE,
 }
-DEFAULTS: dict[str, Callable[[MatmulProblem], TemplateParams]] = {
-    "matmul_simt": MatmulSimtParams.default_for, "conv2d_implicit_gemm": MatmulSimtParams.default_for,
-    "matmul_tc": default_params, "conv2d_tc": default_params,
-}
+#: The tensor-core templates, whose space and default depend on the operands' element type.
+TENSOR_CORE_TEMPLATES = ("matmul_tc", "conv2d_tc")
 #: The ``convert-graph-to-tm`` option that changes each template's defaults.
 OPTIONS = {"matmul_simt": "matmul", "conv2d_implicit_gemm": "conv"}
 Values = Mapping[str, int | tuple[int, ...]]
@@ -63,17 +61,21 @@ def gemm_problem(problem: TunableProblem) -> MatmulProblem:
 
 
 def space_of(template: str, element: str = "f16") -> Space:
-    """The space of `template` for operands of `element` (``f16``, ``bf16``, ``f32``): the
-    tensor-core matmul's f32 (TF32) tiles take twice the shared memory."""
-    return tc_space(element) if template in ("matmul_tc", "conv2d_tc") else SPACES[template]
+    """The space of `template` for operands of `element` (``f16``, ``bf16``, ``f32`` or
+    ``tf32``): a tensor-core template's f32 (TF32) tiles take twice the shared memory."""
+    return tc_space(element) if template in TENSOR_CORE_TEMPLATES else SPACES[template]
+
+
+def default_of(template: str, gemm: MatmulProblem, element: str = "f16") -> TemplateParams:
+    """The parameters `template` uses untuned for `gemm` with operands of `element`."""
+    return default_params(gemm, element) if template in TENSOR_CORE_TEMPLATES else MatmulSimtParams.default_for(gemm)
 
 
 def resolve(template: str, problem: TunableProblem, values: Values, element: str = "f16") -> TemplateParams:
     """The default candidate of `template` for `problem` (operands of `element`) with
     `values` in place, checked (ValueError naming the parameter or the broken constraint)."""
     gemm = gemm_problem(problem)
-    default = default_params(gemm, element) if template in ("matmul_tc", "conv2d_tc") else DEFAULTS[template](gemm)
-    return space_of(template, element).pin(default, values, gemm)
+    return space_of(template, element).pin(default_of(template, gemm, element), values, gemm)
 
 
 def values_from_attr(attr: Attribute, space: Space = MATMUL_SIMT_SPACE) -> dict[str, int | tuple[int, ...]]:

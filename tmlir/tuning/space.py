@@ -35,8 +35,8 @@ from tmlir.dialects import tm
 from tmlir.schedules import conv2d_tc
 from tmlir.schedules.conv2d import Conv2dProblem, conv2d_implicit_gemm_kernel
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
-from tmlir.schedules.matmul_tc import default_params, matmul_tc_kernel
-from tmlir.schedules.pinned import DEFAULTS, space_of
+from tmlir.schedules.matmul_tc import matmul_tc_kernel
+from tmlir.schedules.pinned import default_of, space_of
 from tmlir.schedules.space import Space
 from tmlir.schedules.tc_gemm import MatmulTcParams
 from tmlir.schedules.templates import TemplateParams, TunableProblem
@@ -174,9 +174,7 @@ class TunableKernel:
         return RTOLS[self.element]
 
     def default_params(self) -> TemplateParams:
-        if self.template in ("matmul_tc", "conv2d_tc"):  # the tf32 space differs (4-byte elements)
-            return default_params(self.gemm, self.element)
-        return DEFAULTS[self.template](self.gemm)
+        return default_of(self.template, self.gemm, self.element)
 
     def is_valid(self, params: object) -> bool:
         """Whether `params` is a point of the space that is valid for this problem."""
