@@ -47,7 +47,7 @@ from tmlir.backends.cuda_types import (  # noqa: F401  (c_type, float_literal: t
     unsigned_constant,
 )
 from tmlir.backends.kernel_abi import KernelParam, KernelSignature
-from tmlir.backends.tensor_core import tensor_core_call
+from tmlir.backends.tensor_core import shared_alignment, tensor_core_call
 from tmlir.dialects import tmgpu
 from tmlir.ir.arith_ext import RemFOp
 from tmlir.ir.diagnostics import attach_op
@@ -192,11 +192,10 @@ class _KernelPrinter:
         self.print_block(self.kernel.body.block)
         params = ", ".join(f"{p.ctype} __restrict__ {p.name}" for p in sig.params)
         header = _kernel_comment(self.kernel)
-        # tm.min_blocks_per_sm: ptxas keeps that many blocks resident, and is told it need
-        # not keep more (without it, it may trade spills for occupancy it guesses at)
+        # tm.min_blocks_per_sm (tensor-core kernels): ptxas plans for that many resident blocks
         min_blocks = self.kernel.attributes.get("tm.min_blocks_per_sm")
-        bounds = f"{self.kernel.block.data}" + (f", {min_blocks.value.data}" if isinstance(min_blocks, IntegerAttr)
-                                                 else "")
+        bounds = f"{self.kernel.block.data}, {min_blocks.value.data}" if isinstance(min_blocks, IntegerAttr) \
+            else f"{self.kernel.block.data}"
         text = (f"{header}extern \"C\" __global__ void __launch_bounds__({bounds}) "
                 f"{sig.name}({params}) {{\n" + "\n".join(self.lines) + "\n}\n")
         return sig, text
@@ -305,14 +304,9 @@ class _KernelPrinter:
                 self.values[op.result] = name
                 dims = "".join(f"[{d}]" for d in op.result.type.get_shape())
                 ctype = self.c_type(op.result.type.element_type)
-                shared = "__shared__ " if isinstance(op, tmgpu.SharedAllocOp) else ""
-                # 16-bit tiles feed ldmatrix and 16-byte cp.async: rows must be 16-byte aligned;
-                # so must a 32-bit tile that ldmatrix or a 16-byte cp.async reads or fills (tf32)
-                vector = any(isinstance(u.operation, tmgpu.LdmatrixOp) or (isinstance(u.operation, tmgpu.CpAsyncOp)
-                                                                          and u.operation.bytes.data == 16)
-                             for u in op.result.uses)
-                align = " __align__(16)" if shared and (ctype in ("tm_half", "tm_bf16") or vector) else ""
-                self.emit(f"{shared}{ctype} {name}{dims}{align};")
+                shared = isinstance(op, tmgpu.SharedAllocOp)
+                align = shared_alignment(op.result, ctype) if shared else ""
+                self.emit(f"{'__shared__ ' if shared else ''}{ctype} {name}{dims}{align};")
             case tmgpu.BarrierOp():
                 self.emit("__syncthreads();")
             case tmgpu.ShuffleOp():  # a warp-wide statement, always in program order

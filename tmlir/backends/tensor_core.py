@@ -168,3 +168,13 @@ def tensor_core_call(op: Operation, access: Callable[[SSAValue, Sequence[SSAValu
             return "tmlir_cp_async_commit();"
     assert isinstance(op, tmgpu.CpAsyncWaitOp)
     return f"tmlir_cp_async_wait<{op.pending.data}>();"
+
+
+def shared_alignment(alloc: SSAValue, ctype: str) -> str:
+    """``" __align__(16)"`` for a shared array the tensor-core instructions need 16-byte
+    aligned rows in (every 16-bit tile; a 32-bit tf32 tile that ``ldmatrix`` or a 16-byte
+    ``cp.async`` reads or fills), else ``""``."""
+    vector = any(isinstance(u.operation, tmgpu.LdmatrixOp)
+                 or (isinstance(u.operation, tmgpu.CpAsyncOp) and u.operation.bytes.data == 16)
+                 for u in alloc.uses)
+    return " __align__(16)" if ctype in ("tm_half", "tm_bf16") or vector else ""
