@@ -34,12 +34,11 @@ from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, MemRef
 from xdsl.ir import Attribute
 
 from tmlir.dialects import tm
-from tmlir.gpu_limits import MAX_STATIC_SHARED_BYTES
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.schedules.common import kernel_attributes, name_args
 from tmlir.schedules.conv2d import Conv2dProblem, conv_gemm_operands
 from tmlir.schedules.registry import NoTemplate
-from tmlir.schedules.tc_gemm import MatmulTcParams, TcOperand, TcOperands, tc_element, tc_gemm
+from tmlir.schedules.tc_gemm import MatmulTcParams, TcOperand, TcOperands, check_shared_memory, tc_element, tc_gemm
 
 __all__ = ["check_problem", "conv2d_tc_kernel", "dense_weights"]
 
@@ -68,10 +67,7 @@ def conv2d_tc_kernel(name: str, problem: Conv2dProblem, params: MatmulTcParams,
     shared memory."""
     check_problem(problem, element)
     p, P, gemm, E = problem, params, problem.gemm, tc_element(element)
-    if P.shared_bytes(gemm, E) > MAX_STATIC_SHARED_BYTES:  # what fits f16 may not fit f32
-        raise ValueError(f"conv2d_tc tiles {P.block_m}x{P.block_n}x{P.block_k} in {P.stages} stages take "
-                         f"{P.shared_bytes(gemm, E)} bytes of shared memory for {element} operands, over "
-                         f"{MAX_STATIC_SHARED_BYTES}")
+    check_shared_memory("conv2d_tc", P, gemm, element)
     f32 = Float32Type()
     types = [element, element, *([f32] if p.bias else []), f32]
     kernel = tm.KernelOp(name, [MemRefType(t, list(s)) for t, s in zip(types, p.arg_shapes)],

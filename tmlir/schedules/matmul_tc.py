@@ -52,6 +52,7 @@ from tmlir.schedules.tc_gemm import (
     TcElement,
     TcOperand,
     TcOperands,
+    check_shared_memory,
     tc_element,
     tc_gemm,
 )
@@ -84,10 +85,8 @@ def matmul_tc_kernel(name: str, problem: MatmulProblem, params: MatmulTcParams,
     ``cp_async_wait`` of every k-step (a planted race, for tests)."""
     check_problem(problem, element)
     p, P, E = problem, params, tc_element(element)
-    if E.tf32 and P.shared_bytes(p, E) > MAX_STATIC_SHARED_BYTES:  # what fits f16 may not fit f32
-        raise ValueError(f"matmul_tc tiles {P.block_m}x{P.block_n}x{P.block_k} in {P.stages} stages take "
-                         f"{P.shared_bytes(p, E)} bytes of shared memory for {element} operands, over "
-                         f"{MAX_STATIC_SHARED_BYTES}")
+    if E.tf32:  # what fits f16 may not fit f32
+        check_shared_memory("matmul_tc", P, p, element)
     f32 = Float32Type()
     arg_types = [MemRefType(element, list(p.lhs_shape)), MemRefType(element, list(p.rhs_shape)),
                  *([MemRefType(f32, list(p.bias_shape))] if p.bias_shape else []),

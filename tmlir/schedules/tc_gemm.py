@@ -66,7 +66,7 @@ from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Intege
 from xdsl.ir import Attribute, SSAValue
 
 from tmlir.dialects import tm
-from tmlir.gpu_limits import WARP_SIZE
+from tmlir.gpu_limits import MAX_STATIC_SHARED_BYTES, WARP_SIZE
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.layout import row_major
 from tmlir.mapping import TaskMapping, auto_map, repeat, spatial
@@ -203,6 +203,16 @@ class TcOperands:
 
 
 BlockOperands = Callable[[IRBuilder, Sequence[Index]], TcOperands]
+
+
+def check_shared_memory(template: str, params: MatmulTcParams, gemm: MatmulProblem, element: Attribute) -> None:
+    """ValueError, one line, when `params`' tiles of `element` operands (all stages) take
+    more static shared memory than a block has: what fits f16 may not fit f32."""
+    size = params.shared_bytes(gemm, tc_element(element))
+    if size > MAX_STATIC_SHARED_BYTES:
+        raise ValueError(f"{template} tiles {params.block_m}x{params.block_n}x{params.block_k} in "
+                         f"{params.stages} stages take {size} bytes of shared memory for {element} "
+                         f"operands, over {MAX_STATIC_SHARED_BYTES}")
 
 
 def tc_gemm(kernel: tm.KernelOp, problem: MatmulProblem, params: MatmulTcParams, element: Attribute,
