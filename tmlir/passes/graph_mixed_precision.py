@@ -101,11 +101,8 @@ def takes_tensor_cores(op: graph.MatmulOp | graph.ConvOp, element: Attribute, ar
     """Whether `op` is an f32 matmul or 2-D convolution (operands, bias, result) outside
     any fused group, without a pinned schedule, whose problem a tensor-core template
     (``matmul_tc``, ``conv2d_tc``) takes with operands of `element` on `arch`."""
-    from tmlir.schedules import conv2d_tc, matmul_tc
-    from tmlir.schedules.conv2d import Conv2dProblem
     from tmlir.schedules.pinned import SCHEDULE_ATTR
-    from tmlir.schedules.registry import NoTemplate
-    from tmlir.schedules.templates import has_tensor_cores, tunable_problem
+    from tmlir.schedules.templates import has_tensor_cores, tensor_cores_cover, tunable_problem
 
     if not has_tensor_cores(arch) or not isinstance(op.parent_op(), func.FuncOp) \
             or SCHEDULE_ATTR in op.attributes:
@@ -114,16 +111,7 @@ def takes_tensor_cores(op: graph.MatmulOp | graph.ConvOp, element: Attribute, ar
                for v in (*op.operands, *op.results)):
         return False
     tunable = tunable_problem(op, arch)
-    if tunable is None:
-        return False
-    try:
-        if isinstance(tunable[1], Conv2dProblem):
-            conv2d_tc.check_problem(tunable[1], element)
-        else:
-            matmul_tc.check_problem(tunable[1], element)
-    except NoTemplate:
-        return False
-    return True
+    return tunable is not None and tensor_cores_cover(tunable[1], element)
 
 
 @dataclass

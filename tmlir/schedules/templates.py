@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from tmlir import dtypes
 from tmlir.dialects import graph, tm
@@ -155,6 +155,12 @@ def _on_tensor_cores(op: graph.MatmulOp | graph.ConvOp, problem: TunableProblem,
         return False
     if isinstance(element, Float32Type) and TF32_ATTR not in op.attributes:  # TF32 is opt-in
         return False
+    return tensor_cores_cover(problem, element)
+
+
+def tensor_cores_cover(problem: TunableProblem, element: Attribute) -> bool:
+    """Whether the tensor-core template of `problem` (``conv2d_tc`` for a convolution,
+    ``matmul_tc`` otherwise) covers it with operands of `element` (its ``check_problem``)."""
     try:
         if isinstance(problem, Conv2dProblem):
             conv2d_tc.check_problem(problem, element)
