@@ -125,7 +125,7 @@ class EmuRunner:
             launches = self.program.launches
             for launch in progress(launches, "running on emu", len(launches), "kernel"):
                 self.module.launch(launch.kernel, launch.grid, launch.block,
-                                   [arrays[i] for i in launch.args])
+                                   [arrays[i] for i in launch.args], shared_bytes=launch.shared_bytes)
         finally:
             with self._lock:
                 self._free.append(workspace)
@@ -186,7 +186,7 @@ class CudaRunner:
     def _launch_all(self) -> None:
         for launch, args in zip(self.program.launches, self.args):
             self.module.launch(launch.kernel, launch.grid, launch.block, args,
-                               stream=self.stream)
+                               shared_bytes=launch.shared_bytes, stream=self.stream)
 
     def run(self, inputs: Mapping[int, np.ndarray | ArrayRef], device_outputs: bool = False
             ) -> dict[int, np.ndarray | DeviceArray]:

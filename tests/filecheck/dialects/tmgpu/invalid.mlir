@@ -161,3 +161,12 @@ tmgpu.kernel @shuffle_width(%x: memref<32xf32>) block(32) {
   // expected-error@+1 {{shuffle width must be a power of two in [1, 32], got 0}}
   %s = tmgpu.shuffle xor %v, 0 width(0) : f32
 }
+
+// -----
+
+// 233472 bytes of shared memory: more than sm_90's 227 KiB, the most of any GPU.
+// expected-error@+1 {{kernel @too_much_shared: its shared arrays take 233472 bytes, more than a block has on any GPU (232448; past 49152 they are dynamic shared memory)}}
+tmgpu.kernel @too_much_shared(%x: memref<4xf32>) block(32) {
+  %a = tmgpu.shared_alloc : memref<32768xf32>
+  %b = tmgpu.shared_alloc : memref<25600xf32>
+}
