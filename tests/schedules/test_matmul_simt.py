@@ -11,9 +11,12 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from gemm_runs import matmul_errors, program_of
+from xdsl.dialects.builtin import Float64Type
 
+from tmlir.backends.emu import compile_emu
 from tmlir.backends.ptx import ptxas_stats, with_dynamic_shared
 from tmlir.gpu_limits import MAX_STATIC_SHARED_BYTES
 from tmlir.schedules.conv2d import Conv2dProblem, conv2d_implicit_gemm_kernel
@@ -95,6 +98,23 @@ def test_missing_wait_is_a_visible_race():
     emu (copies land at the covering wait) gives a wrong result."""
     problem, params, _ = REPRESENTATIVES["cp4_cp16_3x16"]
     assert matmul_errors(problem, [params], wait=False)[0] > 0.5
+
+
+def test_f64_pipeline_gathers_its_operands():
+    """An f64 matmul (pinned in the pipeline) reads its operands with tm.load, staged through
+    registers: cp.async copies are for f32 tiles. Exact in double against numpy."""
+    problem = MatmulProblem.plain(37, 29, 45)
+    params = MatmulSimtParams((1, 2), (1, 1), (8, 4), (4, 4), 16, 3)
+    kernel = matmul_simt_kernel("mm", problem, params, Float64Type())
+    values = kernel.attributes["tm.params"].data
+    assert (values["copy_a"].data, values["copy_b"].data) == ("gather", "gather")
+    program = program_of([kernel])
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((37, 45)), rng.standard_normal((45, 29))
+    c = np.full((37, 29), np.nan)
+    with compile_emu(program.source, [k.signature for k in program.kernels]) as emu:
+        emu.launch("mm", kernel.grid.data, kernel.block.data, [a, b, c])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-12, atol=1e-12)
 
 
 GEMMS = [  # transposed operands, bias broadcasts, alpha and beta, batch broadcast
