@@ -9,7 +9,9 @@ For every ``tmgpu.launch`` of the host function (in order):
   Comparisons, selects, casts and integer/index arithmetic do not count. Each op is
   weighted by the trip counts of its enclosing ``scf.for`` loops, which must have constant
   bounds (they do after ``lower-to-cuda``; unrolled loops too), and an ``scf.if`` counts
-  its larger branch; the per-thread count times grid x block threads is the launch's.
+  its larger branch, or, when it carries ``tm.branch_weights`` (split-K's last block),
+  each branch as often as it is taken; the per-thread count times grid x block threads is
+  the launch's.
   So it is an upper bound: threads a guard leaves idle, and padded tiles, count in full.
 * **Global bytes read and written.** A kernel argument the body reads (``memref.load``)
   counts the buffer's bytes as read, one it writes (``memref.store``) as written: the
@@ -17,7 +19,8 @@ For every ``tmgpu.launch`` of the host function (in order):
   executes fewer accesses of a buffer than it has elements (counted like FLOPs), it
   counts those instead: a gather reading 128 rows of a 30522-row embedding table moves
   128 rows, not the table. Arguments that are the same host buffer (through
-  ``tmgpu.view``) count once per launch. Both are upper bounds of the distinct bytes.
+  ``tmgpu.view``) count once per launch. Both are upper bounds of the distinct bytes. A
+  ``tmgpu.load_cg`` is a load, a ``tmgpu.atomic_add`` a load and a store.
 * **Tensor cores.** A ``tmgpu.mma`` counts its share of the warp's ``2 M N K`` FLOPs
   (m16n8k16: 128 per thread; m16n8k8: 64) into ``flops`` and into ``tensor_flops``, and a
   ``tmgpu.cp_async`` from a kernel argument is a read of that buffer (its bytes, in the
@@ -37,11 +40,12 @@ import json
 import math
 from collections import Counter
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from typing import IO, ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
-from xdsl.dialects.builtin import AnyFloat, IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import AnyFloat, DenseArrayBase, IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
@@ -60,6 +64,9 @@ PEAK_TENSOR_FLOPS = {"f16": 989.4e12, "bf16": 989.4e12, "tf32": 494.7e12}
 RIDGE_FLOPS_PER_BYTE = PEAK_FP32_FLOPS / PEAK_HBM_BYTES_PER_S
 """Arithmetic intensity above which a launch is compute-bound: 20 FLOP/byte."""
 DEVICE = "H100 SXM5"
+BRANCH_WEIGHTS = "tm.branch_weights"
+"""An ``scf.if`` attribute, ``array<i64: then, else>``: how often each branch is taken,
+relative to the other (see `branch_weights`)."""
 FORMATS = ("table", "json")
 
 _ARITH_FLOAT_OPS = frozenset(
@@ -230,12 +237,14 @@ def block_counts(block: Block, kernel: str) -> Counts:
             source = op.src
             if isinstance(source, BlockArgument) and isinstance(source.owner.parent_op(), tmgpu.KernelOp):
                 counts[("load", source.index)] += op.bytes.data // element_bytes(source)
-        elif isinstance(op, memref.LoadOp | memref.StoreOp):
+        elif isinstance(op, memref.LoadOp | memref.StoreOp | tmgpu.LoadCgOp | tmgpu.AtomicAddOp):
             buffer = op.memref
             if isinstance(buffer, BlockArgument) and isinstance(buffer.owner.parent_op(),
                                                                 tmgpu.KernelOp):
-                kind = "load" if isinstance(op, memref.LoadOp) else "store"
-                counts[(kind, buffer.index)] += 1
+                if not isinstance(op, memref.StoreOp):  # an atomic add reads and writes
+                    counts[("load", buffer.index)] += 1
+                if not isinstance(op, memref.LoadOp | tmgpu.LoadCgOp):
+                    counts[("store", buffer.index)] += 1
         elif isinstance(op, scf.ForOp):
             trips = 1 if grid_stride_blocks(op) else trip_count(op, kernel)
             for key, n in block_counts(op.body.block, kernel).items():
@@ -243,12 +252,30 @@ def block_counts(block: Block, kernel: str) -> Counts:
         elif isinstance(op, scf.IfOp):
             branches = [block_counts(b, kernel) for region in (op.true_region, op.false_region)
                         for b in region.blocks]
+            weights = branch_weights(op)
             for key in {k for branch in branches for k in branch}:
-                counts[key] += max(branch[key] for branch in branches)
+                if weights is None:
+                    counts[key] += max(branch[key] for branch in branches)
+                else:  # the expected count: each branch as often as it is taken
+                    counts[key] += sum(Fraction(w, sum(weights)) * branch[key]
+                                       for w, branch in zip(weights, branches))
         elif op.regions:
             raise CostError(f"kernel @{kernel}: the cost report cannot count inside '{op.name}'"
                             " (only scf.for and scf.if)")
     return counts
+
+
+def branch_weights(op: scf.IfOp) -> tuple[int, int] | None:
+    """How often the then and else branches of `op` are taken, relative to each other (its
+    `BRANCH_WEIGHTS` attribute: split-K's ``if last block`` is taken by 1 block of S), or
+    None when unknown (then the larger branch counts)."""
+    attr = op.attributes.get(BRANCH_WEIGHTS)
+    if not isinstance(attr, DenseArrayBase):
+        return None
+    weights = tuple(int(w) for w in attr.get_values())
+    if len(weights) != 2 or min(weights) < 0 or not sum(weights):
+        return None
+    return weights[0], weights[1]
 
 
 def block_flops(block: Block, kernel: str) -> int:
@@ -318,7 +345,7 @@ def _moved(args: tuple[SSAValue, ...], accesses: dict[int, int], threads: int) -
     executed: Counter[SSAValue] = Counter()
     for index, per_thread in accesses.items():
         executed[_root(args[index])] += per_thread * threads
-    return sum(min(buffer_bytes(buffer), n * element_bytes(buffer))
+    return sum(min(buffer_bytes(buffer), round(n * element_bytes(buffer)))
                for buffer, n in executed.items())
 
 
@@ -344,8 +371,8 @@ def cost_report(module: ModuleOp) -> ModelCost:
             args = tuple(op.args)
             grid, block = op.grid.data, op.block.data
             threads = (f.blocks or grid) * block  # a grid-stride kernel does all its blocks' work
-            flops = f.flops_per_thread * threads
-            tensor = {dtype: n * threads for dtype, n in f.accesses("tensor_flops").items()}
+            flops = round(f.flops_per_thread * threads)
+            tensor = {dtype: round(n * threads) for dtype, n in f.accesses("tensor_flops").items()}
             read = _moved(args, f.accesses("load"), threads)
             written = _moved(args, f.accesses("store"), threads)
             seconds, bound = roofline(flops - sum(tensor.values()), read + written,

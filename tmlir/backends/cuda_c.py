@@ -179,7 +179,7 @@ class _KernelPrinter:
 
     def signature(self) -> KernelSignature:
         params = []
-        stored = {op.memref for op in self.kernel.walk() if isinstance(op, memref.StoreOp)}
+        stored = {op.memref for op in self.kernel.walk() if isinstance(op, memref.StoreOp | tmgpu.AtomicAddOp)}
         for arg in self.kernel.body.block.args:
             name = self.names.fresh(arg.name_hint, "arg")
             self.values[arg] = name
@@ -316,6 +316,13 @@ class _KernelPrinter:
             case tmgpu.MmaOp() | tmgpu.LdmatrixOp() | tmgpu.CpAsyncOp() | tmgpu.CpAsyncCommitOp() \
                     | tmgpu.CpAsyncWaitOp():  # warp- or thread-level statements, in program order
                 self.emit(tensor_core_call(op, self.access, self.c_type, self.expr))
+            case tmgpu.AtomicAddOp():  # global memory shared with other blocks: in program order
+                self.bind(op.result, f"atomicAdd(&{self.access(op.memref, op.indices)}, "
+                                     f"{_strip(self.expr(op.value))})")
+            case tmgpu.LoadCgOp():
+                self.bind(op.result, f"__ldcg(&{self.access(op.memref, op.indices)})")
+            case tmgpu.FenceOp():
+                self.emit("__threadfence();")
             case memref.LoadOp():
                 if not self.inlined(op.res):
                     self.bind(op.res, self.access(op.memref, op.indices))

@@ -3,8 +3,9 @@
 Task mappings are gone: kernels compute with ``scf``/``arith``/``math`` and access
 ``memref``s; what remains are the CUDA concepts themselves — thread and block ids, shared
 and per-thread (register) arrays, block barriers, warp shuffles, the tensor-core ``mma``,
-``ldmatrix`` and ``cp_async`` (tmlir.ir.tensor_core_ops) — and, on the host side,
-device buffers and the ordered launches with their grid and block sizes.
+``ldmatrix`` and ``cp_async`` (tmlir.ir.tensor_core_ops), the ``atomic_add``, ``fence`` and
+``load_cg`` of blocks that talk through global memory (tmlir.ir.global_ops) — and, on the
+host side, device buffers and the ordered launches with their grid and block sizes.
 
     tmgpu.kernel @relu_0(%x: memref<8x10xf32>, %y: memref<8x10xf32>) block(256) {
       %tid = tmgpu.thread_id x
@@ -49,6 +50,7 @@ from tmlir.gpu_limits import (
     MAX_GRID_X,
     MAX_THREADS_PER_BLOCK,
 )
+from tmlir.ir.global_ops import AtomicAddOpBase, LoadCgOpBase
 from tmlir.ir.kernel_ops import (
     InsideKernel,
     LaunchOpBase,
@@ -294,6 +296,39 @@ class CpAsyncWaitOp(CpAsyncWaitOpBase):
 
 
 @irdl_op_definition
+class AtomicAddOp(AtomicAddOpBase):
+    """``const int old = atomicAdd(&counters[t], one);`` (see tmlir.ir.global_ops)."""
+
+    name = "tmgpu.atomic_add"
+    traits = traits_def(InsideKernel(KernelOp))
+
+    @classmethod
+    def kernel_type(cls) -> type[KernelOp]:
+        return KernelOp
+
+
+@irdl_op_definition
+class LoadCgOp(LoadCgOpBase):
+    """``const float v = __ldcg(&ws[i]);`` (see tmlir.ir.global_ops)."""
+
+    name = "tmgpu.load_cg"
+    traits = traits_def(InsideKernel(KernelOp))
+
+    @classmethod
+    def kernel_type(cls) -> type[KernelOp]:
+        return KernelOp
+
+
+@irdl_op_definition
+class FenceOp(IRDLOperation):
+    """``__threadfence()`` (see tmlir.ir.global_ops)."""
+
+    name = "tmgpu.fence"
+    traits = traits_def(InsideKernel(KernelOp))
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
 class AllocOp(IRDLOperation):
     """Host side: a device buffer for an intermediate result."""
 
@@ -395,6 +430,7 @@ class LaunchOp(LaunchOpBase):
 TMGPU = Dialect(
     "tmgpu",
     [KernelOp, ThreadIdOp, BlockIdOp, GridDimOp, SharedAllocOp, LocalAllocOp, BarrierOp, ShuffleOp,
-     MmaOp, LdmatrixOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, AllocOp, WeightOp, ViewOp, LaunchOp],
+     MmaOp, LdmatrixOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, AtomicAddOp, LoadCgOp, FenceOp, AllocOp,
+     WeightOp, ViewOp, LaunchOp],
     [],
 )

@@ -2,8 +2,8 @@
 
 In: tm IR whose task mappings are lowered (``tm-lower-mappings``). Out:
 ``tmgpu.kernel``s with ``tmgpu.thread_id``/``block_id``, ``__shared__`` and per-thread
-arrays, barriers, warp shuffles and the tensor-core ops (``tm.shuffle`` → ``tmgpu.shuffle``,
-``tm.mma`` → ``tmgpu.mma``, ..., one to one);
+arrays, barriers, warp shuffles, the tensor-core ops and the global ``atomic_add``, ``fence``
+and ``load_cg`` (``tm.shuffle`` → ``tmgpu.shuffle``, ``tm.mma`` → ``tmgpu.mma``, ..., one to one);
 ``tm.load``/``tm.store`` become ``memref.load``/``memref.store``, wrapped in ``scf.if``
 bound checks for their guarded dimensions (a guarded load yields 0 when out of range);
 host ``tm.launch`` becomes ``tmgpu.launch`` with the kernel's grid and block sizes, and a
@@ -204,7 +204,8 @@ class ConvertLaunch(RewritePattern):
 
 
 class ConvertOneToOne(RewritePattern):
-    """The ops with a direct tmgpu counterpart: worker ids, barrier, shuffle, weight, view."""
+    """The ops with a direct tmgpu counterpart: worker ids, barrier, shuffle, the global
+    atomic_add, fence and load_cg (their buffers are kernel arguments: no layout), weight, view."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         match op:
@@ -216,6 +217,12 @@ class ConvertOneToOne(RewritePattern):
                 new = tmgpu.BarrierOp()
             case tm.ShuffleOp():
                 new = tmgpu.ShuffleOp(op.value, op.mode.data, op.offset.data, op.width.data)
+            case tm.AtomicAddOp():
+                new = tmgpu.AtomicAddOp(op.memref, op.indices, op.value)
+            case tm.LoadCgOp():
+                new = tmgpu.LoadCgOp(op.memref, op.indices)
+            case tm.FenceOp():
+                new = tmgpu.FenceOp()
             case tm.WeightOp():
                 new = tmgpu.WeightOp(op.weight_name.data, op.result.type)
             case tm.ViewOp():

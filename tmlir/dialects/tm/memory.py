@@ -1,4 +1,6 @@
-"""Buffers and their accesses: ``tm.alloc`` by scope, the guarded ``tm.load`` and ``tm.store``."""
+"""Buffers and their accesses: ``tm.alloc`` by scope, the guarded ``tm.load`` and ``tm.store``,
+and what blocks of one launch use to hand each other results through global memory:
+``tm.atomic_add``, ``tm.fence`` and ``tm.load_cg`` (semantics: tmlir.ir.global_ops)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from xdsl.irdl import (
     opt_prop_def,
     prop_def,
     result_def,
+    traits_def,
     var_operand_def,
 )
 from xdsl.parser import Parser
@@ -29,7 +32,9 @@ from tmlir.dialects.tm.attributes import (
     DataLayoutAttr,
 )
 from tmlir.dialects.tm.kernel import KernelOp
+from tmlir.ir.global_ops import AtomicAddOpBase, LoadCgOpBase
 from tmlir.ir.kernel_ops import (
+    InsideKernel,
     enclosing,
     memref_shape,
 )
@@ -41,7 +46,7 @@ from tmlir.ir.syntax import (
 from tmlir.layout import DataLayout, parse_layout_expr
 
 __all__ = [
-    "SCOPES", "AllocOp", "GuardedAccess", "LoadOp", "StoreOp",
+    "SCOPES", "AllocOp", "AtomicAddOp", "FenceOp", "GuardedAccess", "LoadCgOp", "LoadOp", "StoreOp",
 ]
 
 
@@ -243,3 +248,39 @@ class StoreOp(GuardedAccess):
             properties={"guard": guard},
             attributes=attrs,
         )
+
+
+@irdl_op_definition
+class AtomicAddOp(AtomicAddOpBase):
+    """``%old = tm.atomic_add %counters[%t], %one : memref<6xi32>``: add to an i32 element of a
+    global buffer atomically, giving its value before (see tmlir.ir.global_ops)."""
+
+    name = "tm.atomic_add"
+    traits = traits_def(InsideKernel(KernelOp))
+
+    @classmethod
+    def kernel_type(cls) -> type[KernelOp]:
+        return KernelOp
+
+
+@irdl_op_definition
+class LoadCgOp(LoadCgOpBase):
+    """``%v = tm.load_cg %ws[%i, %j] : memref<2x64xf32>``: a global load cached in L2 only,
+    which sees what other blocks stored and fenced (see tmlir.ir.global_ops)."""
+
+    name = "tm.load_cg"
+    traits = traits_def(InsideKernel(KernelOp))
+
+    @classmethod
+    def kernel_type(cls) -> type[KernelOp]:
+        return KernelOp
+
+
+@irdl_op_definition
+class FenceOp(IRDLOperation):
+    """``tm.fence``: this thread's global writes before it are seen by the whole GPU before
+    its global accesses after it (``__threadfence()``, see tmlir.ir.global_ops)."""
+
+    name = "tm.fence"
+    traits = traits_def(InsideKernel(KernelOp))
+    assembly_format = "attr-dict"
