@@ -99,8 +99,10 @@ class KernelInfo:
 
 @dataclass(frozen=True)
 class BufferSpec:
-    """A device buffer of the launch plan. `kind`: input, output, weight, temp or argument
-    (an argument of a host function that does not say which are inputs and outputs)."""
+    """A device buffer of the launch plan. `kind`: input, output, weight, temp, zeroed (a
+    kernel's counters: zero before the first launch, left zero by every launch, a buffer
+    of its own kept from run to run) or argument (an argument of a host function that does
+    not say which are inputs and outputs)."""
 
     name: str
     shape: tuple[int, ...]
@@ -447,7 +449,7 @@ def _plan(function: func.FuncOp):
             case tmgpu.WeightOp():
                 add(op.result, "weight", op.weight_name.data)
             case tmgpu.AllocOp():
-                add(op.result, "temp", "")
+                add(op.result, "zeroed" if op.zeroed is not None else "temp", "")
             case tmgpu.ViewOp():  # the same device buffer, another shape
                 index[op.result] = index[op.source]
             case tmgpu.LaunchOp():
@@ -473,6 +475,8 @@ def _host_code(buffers: tuple[BufferSpec, ...], launches: tuple[LaunchSpec, ...]
         shape = "x".join(map(str, buf.shape))
         origin = f" {buf.source!r}" if buf.source else ""
         lines.append(f"//   [{i}] {buf.name}: {ctype}[{shape}] ({buf.kind}{origin})")
+    if any(buf.kind == "zeroed" for buf in buffers):
+        lines.append("// zeroed buffers must be zero before the first run; every run leaves them zero.")
     lines.append('extern "C" void tmlir_run(void* const* buffers, cudaStream_t stream) {')
     for launch in launches:
         args = ", ".join(f"({ctypes[a]}*)buffers[{a}]" for a in launch.args)

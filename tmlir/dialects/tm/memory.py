@@ -11,6 +11,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     MemRefType,
     StringAttr,
+    UnitAttr,
 )
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
@@ -58,18 +59,24 @@ class AllocOp(IRDLOperation):
     """A buffer of a scope: ``global`` (host side), ``shared`` or ``register`` (in kernels).
 
     Shared and register buffers may have a data ``layout`` (logical index to storage
-    offset, see tmlir.layout); without one they are row-major and dense.
+    offset, see tmlir.layout); without one they are row-major and dense. A ``global
+    zeroed`` buffer is a kernel's counters (see tmlir.ir.kernel_ops): zero before the first
+    launch that uses it, left zero by each, never shared with another buffer.
     """
 
     name = "tm.alloc"
     scope = prop_def(StringAttr)
     layout = opt_prop_def(DataLayoutAttr)
+    zeroed = opt_prop_def(UnitAttr)
     result = result_def(MemRefType)
 
-    def __init__(self, scope: str, type: MemRefType, layout: DataLayout | None = None) -> None:
+    def __init__(self, scope: str, type: MemRefType, layout: DataLayout | None = None,
+                 zeroed: bool = False) -> None:
         properties: dict[str, Attribute] = {"scope": StringAttr(scope)}
         if layout is not None:
             properties["layout"] = DataLayoutAttr(layout)
+        if zeroed:
+            properties["zeroed"] = UnitAttr()
         super().__init__(properties=properties, result_types=[type])
 
     @property
@@ -85,6 +92,8 @@ class AllocOp(IRDLOperation):
         if in_kernel == (scope == "global"):
             where = "outside" if scope != "global" else "inside"
             raise VerifyException(f"a {scope} buffer cannot be allocated {where} a tm.kernel")
+        if self.zeroed is not None and scope != "global":
+            raise VerifyException(f"only a global buffer can be zeroed, not a {scope} one")
         layout = self.data_layout
         if layout is not None and scope == "global":
             raise VerifyException("a global buffer cannot have a data layout (only shared and register)")
@@ -96,6 +105,8 @@ class AllocOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.scope.data}")
+        if self.zeroed is not None:
+            printer.print_string(" zeroed")
         if self.layout is not None:
             printer.print_string(f" layout({self.layout.layout})")
         printer.print_op_attributes(self.attributes)
@@ -107,6 +118,8 @@ class AllocOp(IRDLOperation):
         properties: dict[str, Attribute] = {
             "scope": StringAttr(parser.parse_keyword_in(SCOPES, " (buffer scope)"))
         }
+        if parser.parse_optional_keyword("zeroed"):
+            properties["zeroed"] = UnitAttr()
         if parser.parse_optional_keyword("layout"):
             with parser.in_parens():
                 properties["layout"] = DataLayoutAttr(parse_layout_expr(parser))
