@@ -54,6 +54,7 @@ from tmlir import dtypes
 from tmlir.backends.cuda_c import above_gpu_level
 from tmlir.dialects import tmgpu
 from tmlir.ir.diagnostics import attach_op
+from tmlir.ir.kernel_ops import BRANCH_WEIGHTS
 
 PEAK_FP32_FLOPS = 67e12
 """H100 SXM5, FP32 without tensor cores: 67 TFLOPS (NVIDIA H100 Tensor Core GPU datasheet)."""
@@ -64,9 +65,6 @@ PEAK_TENSOR_FLOPS = {"f16": 989.4e12, "bf16": 989.4e12, "tf32": 494.7e12}
 RIDGE_FLOPS_PER_BYTE = PEAK_FP32_FLOPS / PEAK_HBM_BYTES_PER_S
 """Arithmetic intensity above which a launch is compute-bound: 20 FLOP/byte."""
 DEVICE = "H100 SXM5"
-BRANCH_WEIGHTS = "tm.branch_weights"
-"""An ``scf.if`` attribute, ``array<i64: then, else>``: how often each branch is taken,
-relative to the other (see `branch_weights`)."""
 FORMATS = ("table", "json")
 
 _ARITH_FLOAT_OPS = frozenset(

@@ -86,6 +86,11 @@ def single_block_region(region: Region) -> None:
         raise VerifyException("expected a region with exactly one block")
 
 
+BRANCH_WEIGHTS = "tm.branch_weights"
+"""An ``scf.if`` attribute in a kernel, ``array<i64: then, else>``: how often each branch is
+taken relative to the other (split-K's ``if last block`` is taken by 1 block in S); the
+cost report counts each branch that often instead of the larger one."""
+
 SCRATCH_KINDS = ("workspace", "counters")
 """The kinds of scratch arguments (see the module docstring)."""
 

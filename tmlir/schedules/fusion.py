@@ -253,6 +253,7 @@ class _Rewrite:
         self.yielded = list(yielded)
         self.inputs: dict[SSAValue, BlockArgument] = {}
         self.outputs: dict[SSAValue, BlockArgument] = {}
+        self.scratch = list(kernel.scratch_args)  # before the rewrite appends arguments
 
     # ---- arguments --------------------------------------------------------------------
     def _new_arg(self, value: SSAValue, name: str | None) -> BlockArgument:
@@ -300,7 +301,7 @@ class _Rewrite:
         block = self.kernel.body.block
         outputs = sorted(self.outputs, key=lambda v: self.yielded.index(v)
                          if v in self.yielded else len(self.yielded))
-        scratch = list(self.kernel.scratch_args)
+        scratch = self.scratch
         before = len(block.args)
         moved: dict[SSAValue, BlockArgument] = {}
         for value, arg in [*self.inputs.items(), *((v, self.outputs[v]) for v in outputs),
