@@ -8,6 +8,7 @@ NVRTC for sm_80 and sm_90 without spills; the cost report's workspace traffic.""
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 
@@ -73,7 +74,10 @@ def launch_twice(program: CudaProgram, name: str, grid: int, block: int, tensors
     return results[0]
 
 
-def run_matmul(prob: MatmulProblem, params: MatmulTcParams, element: Attribute = Float16Type(),
+F16 = Float16Type()
+
+
+def run_matmul(prob: MatmulProblem, params: MatmulTcParams, element: Attribute = F16,
                seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(C from the emu, the float64 reference) for random unit-scale inputs."""
     program = lowered(matmul_tc_kernel("mm_tc", prob, params, element))
@@ -88,7 +92,7 @@ def run_matmul(prob: MatmulProblem, params: MatmulTcParams, element: Attribute =
     return c, want + prob.beta * bias if bias is not None else want
 
 
-def assert_close(c: np.ndarray, want: np.ndarray, k: int, element: Attribute = Float16Type()) -> None:
+def assert_close(c: np.ndarray, want: np.ndarray, k: int, element: Attribute = F16) -> None:
     """Exact half-precision products, f32 sums: rtol 1e-3, atol 1e-3 at the sqrt(K) scale
     (TF32 rounds the operands: 2e-3 of the output's scale)."""
     if isinstance(element, Float32Type):
@@ -125,7 +129,7 @@ def test_split_matmuls_match_float64_bit_for_bit_twice(prob: MatmulProblem, para
 
 
 def test_the_splits_change_only_the_rounding() -> None:
-    prob, params, _ = MATMULS["S2-partial-bias"]
+    prob = MATMULS["S2-partial-bias"][0]
     one, want = run_matmul(prob, MatmulTcParams(64, 64, 16, (2, 2), 3, 1))
     for splits in (2, 3, 4):
         c, _ = run_matmul(prob, MatmulTcParams(64, 64, 16, (2, 2), 3, splits))
@@ -162,7 +166,7 @@ def test_k_ranges_cover_k_once_and_differ_by_at_most_one_tile() -> None:
             plan = SplitK(splits, k_tiles, 1, 32)
             bounds = [(s * k_tiles // splits, (s + 1) * k_tiles // splits) for s in range(splits)]
             assert bounds[0][0] == 0 and bounds[-1][1] == k_tiles
-            assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+            assert all(a[1] == b[0] for a, b in itertools.pairwise(bounds))
             sizes = {e - f for f, e in bounds}
             assert max(sizes) == plan.steps and min(sizes) >= 1 and max(sizes) - min(sizes) <= 1
             assert plan.uneven == (len(sizes) > 1)
