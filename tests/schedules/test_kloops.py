@@ -50,3 +50,19 @@ def test_split_k_divides_the_steps_and_unknown_headers_have_no_loop() -> None:
     assert one is not None and four is not None and (one.steps, four.steps) == (192, 48)
     assert kloop("reduce", header) is None and register_estimate("reduce", header) is None
     assert kloop("matmul_simt", {"M": 1}) is None  # an older kernel's header: no k-loop known
+
+
+def test_tensor_core_k_loop_keeps_stages_minus_one_steps_in_flight() -> None:
+    from tmlir.dtypes import FLOAT16
+    from tmlir.schedules.matmul_tc import matmul_tc_kernel
+    from tmlir.schedules.tc_gemm import MatmulTcParams
+
+    problem = MatmulProblem.plain(256, 256, 512)
+    params = MatmulTcParams(128, 128, 32, (2, 2), 3)
+    header = _header(matmul_tc_kernel("tc", problem, params, FLOAT16.ir))
+    loop = kloop("matmul_tc", header)
+    assert loop is not None
+    assert (loop.steps, loop.depth, loop.tensor) == (512 // 32, 2, "f16")
+    assert loop.tensor_flops == 2 * 128 * 128 * 32
+    assert loop.tile_bytes == (128 + 128) * 32 * 2
+    assert register_estimate("matmul_tc", header) == params.register_estimate()
