@@ -27,7 +27,8 @@ time in ``rounds = ceil(nb / resident)`` rounds.
   bytes loaded`` (a tile re-read by many blocks hits L2; a GEMV's weights do not);
 
 and a launch takes ``rounds * (steps * step + fill)`` (``fill``: the first tile's round
-trip and the epilogue) or its roofline at achievable rates, whichever is longer.
+trip, and for split-K two more: the arrival counter's atomic and the partial sums' reads)
+or its roofline at achievable rates, whichever is longer.
 
 **Other kernels** (elementwise, reductions, data movement): the longest of the roofline at
 achievable rates (`BANDWIDTH_EFFICIENCY` of the DRAM bandwidth, `ISSUE_EFFICIENCY` of the
@@ -110,6 +111,9 @@ class KLoop:
     depth: int = 1
     tensor_flops: int = 0
     tensor: str = ""
+    tail_round_trips: int = 0
+    """Memory round trips after the loop besides the epilogue's stores: 2 for a split-K
+    block (the counter's atomic, then the last block's reads of the other partial sums)."""
 
     def __post_init__(self) -> None:
         if self.depth < 1 or self.steps < 0:
@@ -205,4 +209,4 @@ def _loop_seconds(launch: Launch, loop: KLoop, gpu: Gpu, together: int) -> tuple
     latency = round_trip / loop.depth
     step = _soft_max(issue, tensor, latency)
     terms = {"issue": issue, "tensor": tensor, "latency": latency}
-    return loop.steps * step + round_trip, max(terms, key=terms.__getitem__)
+    return loop.steps * step + (1 + loop.tail_round_trips) * round_trip, max(terms, key=terms.__getitem__)

@@ -48,6 +48,7 @@ def test_split_k_divides_the_steps_and_unknown_headers_have_no_loop() -> None:
               "thread_m": 4, "thread_n": 8}
     one, four = kloop("matmul_simt", header), kloop("matmul_simt", {**header, "split_k": 4})
     assert one is not None and four is not None and (one.steps, four.steps) == (192, 48)
+    assert (one.tail_round_trips, four.tail_round_trips) == (0, 2)
     assert kloop("reduce", header) is None and register_estimate("reduce", header) is None
     assert kloop("matmul_simt", {"M": 1}) is None  # an older kernel's header: no k-loop known
 

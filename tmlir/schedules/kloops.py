@@ -33,6 +33,10 @@ STEP_OVERHEAD = 30
 GATHER_INSTRUCTIONS = 24
 """Extra instructions per im2col element of an implicit-GEMM convolution (SASS, sm_90)."""
 
+SPLIT_K_ROUND_TRIPS = 2
+"""A split-K block's extra memory round trips: its arrival counter's atomic, then (the last
+block of a tile) the other blocks' partial sums."""
+
 Params = Mapping[str, int | str]
 
 
@@ -64,7 +68,8 @@ def simt_kloop(params: Params, gathered_b: bool = False) -> KLoop:
                     + (GATHER_INSTRUCTIONS * b_loads if gathered_b else 0))
     steps = math.ceil(math.ceil(k / bk) / split)
     tile_bytes = (min(bm, m) + min(bn, n)) * bk * FLOAT_BYTES
-    return KLoop(steps, instructions, tile_bytes, depth=max(1, stages - 1))
+    return KLoop(steps, instructions, tile_bytes, depth=max(1, stages - 1),
+                 tail_round_trips=SPLIT_K_ROUND_TRIPS if split > 1 else 0)
 
 
 #: Bytes of one element and the k of one mma, by the tensor-core header's ``dtype``.
@@ -94,8 +99,10 @@ def tc_kloop(params: Params, gathered_b: bool = False) -> KLoop:
                     + (GATHER_INSTRUCTIONS + 2) * gathers + TC_STEP_OVERHEAD)
     steps = math.ceil(math.ceil(k / bk) / int(params.get("split_k", 1)))
     tile_bytes = (min(bm, m) + min(bn, n)) * bk * element
+    split = int(params.get("split_k", 1))
     return KLoop(steps, instructions, tile_bytes, depth=max(1, int(params["stages"]) - 1),
-                 tensor_flops=2 * bm * bn * bk, tensor=str(params["dtype"]))
+                 tensor_flops=2 * bm * bn * bk, tensor=str(params["dtype"]),
+                 tail_round_trips=SPLIT_K_ROUND_TRIPS if split > 1 else 0)
 
 
 KLOOPS: dict[str, Callable[[Params], KLoop]] = {
