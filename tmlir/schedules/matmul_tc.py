@@ -42,7 +42,7 @@ from tmlir.schedules.common import broadcast_guards, broadcast_index, kernel_att
 from tmlir.schedules.matmul_simt import REFERENCE_SMS, MatmulProblem
 from tmlir.schedules.registry import NoTemplate
 from tmlir.schedules.space import Constraint, Param, Space
-from tmlir.schedules.split_k import MIN_SPLIT_K_TILES
+from tmlir.schedules.split_k import SPLIT_K_CHOICES, split_k_constraints
 from tmlir.schedules.tc_gemm import (
     MMA_K,
     MMA_M,
@@ -140,9 +140,6 @@ def matmul_tc_kernel(name: str, problem: MatmulProblem, params: MatmulTcParams,
     return kernel
 
 
-#: The split-K choices of the space (1: no split; the lead's latency model picks others).
-SPLIT_K_CHOICES = (1, 2, 3, 4, 6, 8)
-
 #: Candidates `default_params` tries, largest tile first (none splits K).
 DEFAULT_PREFERENCES = (
     MatmulTcParams(128, 128, 32, (2, 4), 2),
@@ -188,18 +185,6 @@ def _fits_problem(P: MatmulTcParams, p: MatmulProblem) -> bool:
     return P.block_m <= up(p.m, 64) and P.block_n <= up(p.n, 64) and P.block_k <= up(p.k, MMA_K)
 
 
-def _splits_walk_enough(P: MatmulTcParams, p: MatmulProblem) -> bool:
-    """Every split walks at least `MIN_SPLIT_K_TILES` k-tiles (the pipeline's fill and drain
-    would dominate shorter ones)."""
-    return P.split_k == 1 or P.k_tiles(p) // P.split_k >= MIN_SPLIT_K_TILES
-
-
-def _splits_fill_idle_sms(P: MatmulTcParams, p: MatmulProblem) -> bool:
-    """Split-K only while SMs of the reference GPU would idle: one split fewer than
-    `split_k` leaves some SM without a block (``tiles * (split_k - 1) < SMs``)."""
-    return P.split_k == 1 or P.tile_count(p) * (P.split_k - 1) < REFERENCE_SMS
-
-
 def _space(E: TcElement) -> Space[MatmulTcParams]:
     """The space for operands of geometry `E` (shared bytes and copies depend on it)."""
     return Space(
@@ -223,8 +208,7 @@ def _space(E: TcElement) -> Space[MatmulTcParams]:
                        lambda P, p: P.shared_bytes(p, E) <= MAX_STATIC_SHARED_BYTES),
             Constraint("registers <= 255 (estimate)",
                        lambda P, p: P.register_estimate() <= MAX_REGISTERS_PER_THREAD),
-            Constraint(f"each split walks >= {MIN_SPLIT_K_TILES} k-tiles", _splits_walk_enough),
-            Constraint("split-K only while SMs idle", _splits_fill_idle_sms),
+            *split_k_constraints(REFERENCE_SMS),
         ],
     )
 

@@ -64,12 +64,16 @@ from tmlir.dialects import tm
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.ir.kernel_ops import BRANCH_WEIGHTS, scratch_attr
 from tmlir.mapping import repeat
+from tmlir.schedules.space import Constraint
 
-__all__ = ["MIN_SPLIT_K_TILES", "SPLIT_K_SHARED_BYTES", "SplitK", "add_scratch"]
+__all__ = ["MIN_SPLIT_K_TILES", "SPLIT_K_CHOICES", "SPLIT_K_SHARED_BYTES", "SplitK", "add_scratch",
+           "split_k_constraints"]
 
 #: The smallest number of k-tiles a split may walk in a template's space (the pipeline
 #: needs a few steps to pay its fill and drain).
 MIN_SPLIT_K_TILES = 4
+#: The split-K choices of a template's space (1: no split).
+SPLIT_K_CHOICES = (1, 2, 3, 4, 6, 8)
 #: Shared memory `SplitK.last_block` adds to a block: the arrival count thread 0 publishes.
 SPLIT_K_SHARED_BYTES = 4
 
@@ -192,6 +196,19 @@ class SplitK:
         op = b.insert(scf.IfOp(own, [element], [then], [other]), f"part{s}")
         op.attributes[BRANCH_WEIGHTS] = _weights(1, self.splits - 1)
         return op.results[0]
+
+
+def split_k_constraints(sms: int) -> list[Constraint]:
+    """The constraints split-K adds to a GEMM template's space, for parameters with
+    ``split_k``, ``k_tiles(problem)`` and ``tile_count(problem)``: each split walks at least
+    `MIN_SPLIT_K_TILES` k-tiles, and a split is added only while one fewer would leave some
+    of the reference GPU's `sms` SMs without a block (``tiles * (split_k - 1) < sms``)."""
+    return [
+        Constraint(f"each split walks >= {MIN_SPLIT_K_TILES} k-tiles",
+                   lambda P, p: P.split_k == 1 or P.k_tiles(p) // P.split_k >= MIN_SPLIT_K_TILES),
+        Constraint("split-K only while SMs idle",
+                   lambda P, p: P.split_k == 1 or P.tile_count(p) * (P.split_k - 1) < sms),
+    ]
 
 
 def add_scratch(kernel: tm.KernelOp, plan: SplitK, acc_type: MemRefType
