@@ -22,14 +22,14 @@ before --deadline is recorded as "skipped: budget"):
 2. ``tmlir``: ``InferenceSession(device="cuda", precision=...)`` with fusion, the memory
    plan and CUDA graphs; its logits against the reference (max abs and relative error),
    its memory report, then its latency on torch CUDA tensors with ``device_outputs=True``.
-3. ``torch_eager``; 4. ``torch_max_autotune``, 5. ``torch_reduce_overhead`` and
-   6. ``torch_compile`` (``torch.compile`` with that mode; the default mode last): compile
+3. ``torch_eager``; 4. ``torch_max_autotune`` (``torch.compile`` in that mode): compile
    time (the first call, autotuning included), error against the reference, latency.
    Each compile starts from ``torch._dynamo.reset()``; the inductor and triton caches are
    where the suite points ``TORCHINDUCTOR_CACHE_DIR`` and ``TRITON_CACHE_DIR``.
-7. ``tmlir_profile``: per-kernel times of tmlir's program (`InferenceSession.profile`,
+5. ``tmlir_profile``: per-kernel times of tmlir's program (`InferenceSession.profile`,
    CUDA events, no graph) beside the cost report's estimate and roofline for each launch
    (`kernel_costs.py`).
+6. ``torch_reduce_overhead`` and 7. ``torch_compile`` (the default mode), as 4.
 8. ``tmlir_tuned`` (fp32, with --tune-seconds): ``tm-tune`` on the model for what is left
    of --tune-seconds (it keeps the records of the kernels it finished), then a session
    compiled with those records.
@@ -99,6 +99,8 @@ class Stages:
             return False
         start = time.perf_counter()
         print(f"[{name}] start ({self.left():.0f} s left)", flush=True)
+        self.result[name] = {"status": "timeout: killed at the step's deadline before it finished"}
+        self.save()  # what a killed process leaves
         try:
             self.result[name] = {"status": "ok", **stage()}
         except Exception as exc:  # noqa: BLE001 -- recorded, and the next stage still runs
@@ -353,10 +355,11 @@ def gpu_run(path: Path, name: str, stages: Stages, spec: dict[str, Any], precisi
     stages.run("torch_eager", torch_eager)
     for stage, mode in TORCH_MODES.items():
         stages.run(stage, lambda mode=mode: torch_compiled(mode))
-    if "session" in state:
-        stages.run("tmlir_profile", tmlir_profile)
-    else:
-        stages.result["tmlir_profile"] = {"status": "not run: no tmlir session"}
+        if mode == "max-autotune":  # the profile is cheap: before the other modes
+            if "session" in state:
+                stages.run("tmlir_profile", tmlir_profile)
+            else:
+                stages.result["tmlir_profile"] = {"status": "not run: no tmlir session"}
     if precision != "fp32" or tune_seconds <= 0:
         why = "--tune-seconds 0" if tune_seconds <= 0 else "tuning runs with the fp32 model only"
         stages.result["tmlir_tuned"] = {"status": f"not run: {why}"}

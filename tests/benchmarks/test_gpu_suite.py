@@ -167,6 +167,28 @@ def test_results_record_paths_relative_to_the_repository(tmp_path: Path) -> None
     assert repo_path("relative/file.onnx") == "relative/file.onnx"
 
 
+def test_torch_caches_are_measured_packed_and_restored(tmp_path: Path) -> None:
+    torch_cache = suite_module("torch_cache")
+    caches = tmp_path / "torch-cache"
+    for part, size in (("inductor", 3000), ("triton", 5000)):
+        (caches / part / "sub").mkdir(parents=True)
+        (caches / part / "sub" / "entry.bin").write_bytes(bytes(range(256)) * (size // 256))
+    archive = tmp_path / "out" / "torch-cache.tar.gz"
+    archive.parent.mkdir()
+    record = torch_cache.pack_cache(caches, archive, limit_mib=1)
+    assert record["files"] == 2 and record["bytes"] == record["inductor"]["bytes"] + record["triton"]["bytes"]
+    assert record["archive"] == archive.name and archive.stat().st_size == record["archive_bytes"]
+    restored = tmp_path / "restored"
+    assert torch_cache.unpack_cache(archive, restored) == {"archive": archive.name, "status": "ok",
+                                                           "bytes": record["bytes"], "files": 2}
+    assert (restored / "triton" / "sub" / "entry.bin").read_bytes() == (caches / "triton" / "sub" / "entry.bin"
+                                                                         ).read_bytes()
+    small = torch_cache.pack_cache(caches, archive, limit_mib=1e-6)
+    assert small["archive"].startswith("not written:") and not archive.exists()
+    assert torch_cache.pack_cache(tmp_path / "none", archive, 1)["archive"] == "not written: the caches are empty"
+    assert torch_cache.unpack_cache(tmp_path / "missing.tar.gz", restored)["status"].startswith("not unpacked")
+
+
 def gpu_latency(tmlir_ms: float, modes: dict[str, float], precision: str) -> dict[str, Any]:
     stage = {"status": "ok", "min_ms": 1.0, "p90_ms": 2.0, "runs": 30}
     detail = {"precision": precision,
