@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from formatting import num, table
+from formatting import num, stage_value, table
 from report_models import PRECISION_TITLES, kernel_sections, latency_table
 
 #: What the device call carries besides the torch caches: the wheels of `make gpu-wheels`.
@@ -150,8 +150,10 @@ def _programs(steps: list[dict[str, Any]]) -> list[str]:
             continue
         session = d.get("tmlir") if "launches" in (d.get("tmlir") or {}) else d.get("compile") or {}
         agree = (d.get("tmlir") or d.get("emu_vs_onnxruntime") or {}).get("agree", "—")
-        rows.append([" ".join(step["name"].split()[1:]), num(session.get("launches", "—")), _peak(d), str(agree)])
-    return table(["model", "launches", "intermediates MiB", "agrees"], rows) if rows else []
+        rows.append([" ".join(step["name"].split()[1:]), num(session.get("launches", "—")), _peak(d), str(agree),
+                     stage_value(d, "tmlir_tuned", "median_ms")])
+    return table(["model", "launches", "intermediates MiB", "agrees", "tuned ms (tm-tune records)"],
+                 rows) if rows else []
 
 def _peak(detail: dict[str, Any]) -> str:
     """The memory plan's peak and its size without reuse, in MiB."""

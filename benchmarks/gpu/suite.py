@@ -111,7 +111,11 @@ class Suite:
                       "budget_seconds": self.budget, "wall_seconds": round(time.time() - self.start, 1),
                       "environment": self.environment, **self.extra, "steps": [vars(s) for s in self.steps]}
             write_json(self.out / "results.json", result)
-            write_markdown(self.out / "results.md", result)
+            try:
+                write_markdown(self.out / "results.md", result)
+            except Exception as exc:  # noqa: BLE001 -- results.json is written; the report says why not it
+                (self.out / "results.md").write_text(f"# tmlir GPU suite\n\nThe report failed: "
+                                                     f"{type(exc).__name__}: {exc}; see results.json.\n")
         return result
 
     def shown(self, value: Any) -> str:
@@ -125,7 +129,10 @@ class Suite:
         """Run `command` for `step` (log in logs/), killed after `budget` seconds; its exit
         status, or None if it was killed or did not start. Sets the step's status."""
         step.command = [self.shown(c) for c in command]
-        if budget < MIN_STEP_SECONDS or self.stopping.is_set():
+        if self.stopping.is_set():
+            step.status = "not run: the GPU lane was done"
+            return None
+        if budget < MIN_STEP_SECONDS:
             step.status = BUDGET_SKIP
             return None
         log = self.out / "logs" / f"{_file(step.name)}.log"
@@ -222,10 +229,10 @@ def latency_command(suite: Suite, job: Job, deadline: float, mode: list[str], ou
             "--runs", str(runs), "--tune-seconds", str(tune_seconds), "--jobs", str(suite.jobs), *mode]
 
 
-def matmul_command(suite: Suite, job: Job, out: Path, compile_only: bool) -> list[Any]:
+def matmul_command(suite: Suite, job: Job, out: Path, compile_only: bool, jobs: int | None = None) -> list[Any]:
     shape, _, dtype = job.shape.partition(":")
     command = [suite.python, ROOT / "benchmarks" / "matmul.py", "--shapes", shape, "--dtype", dtype or "f32",
-               "--jobs", str(suite.jobs), "--out", out]
+               "--jobs", str(jobs or suite.jobs), "--out", out]
     if compile_only:
         arch = suite.environment.get("capability", "sm_90") if not suite.dry_run else "sm_90"
         return [*command, "--compile-only", "--arch", arch]
@@ -238,7 +245,8 @@ def matmul_command(suite: Suite, job: Job, out: Path, compile_only: bool) -> lis
 def prepare(suite: Suite, jobs: list[Job], exported: dict[str, threading.Event]) -> None:
     """The preparation lane: each model's export (set its event when done), then, on a
     GPU, a warm compile of each GPU step, all in the GPU lane's order."""
-    prep_env = {"TMLIR_JOBS": str(max(2, suite.jobs - 4))}  # leave cores to the GPU lane's timings
+    cores = max(2, suite.jobs - 4)  # leave cores to the GPU lane's timings
+    prep_env = {"TMLIR_JOBS": str(cores)}
     for job in jobs:
         if suite.stopping.is_set():
             break
@@ -255,7 +263,7 @@ def prepare(suite: Suite, jobs: list[Job], exported: dict[str, threading.Event])
                 continue
             command = latency_command(suite, job, suite.deadline, ["--warm"], out)
         else:
-            command = matmul_command(suite, job, out, compile_only=True)
+            command = matmul_command(suite, job, out, compile_only=True, jobs=cores)
         suite.run(step, command, suite.left(), prep_env)
         suite.save()
     for event in exported.values():  # a stopped lane leaves nobody waiting

@@ -153,6 +153,56 @@ def test_launch_rows_pair_profile_and_cost_report_launch_by_launch() -> None:
     assert row["estimate_us"] is None and "measured_us" not in row
 
 
+def test_matmul_candidates_get_the_cost_reports_figures(monkeypatch) -> None:
+    """Each candidate's launch goes through the cost report (roofline now; the latency
+    model's estimate once the cost report takes a GPU), in candidate order."""
+    from tmlir.backends import cost
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        matmul = importlib.import_module("matmul")
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    kernel = matmul.tunable((64, 64, 64), "f16")
+    chunk = kernel.candidates()[:3]
+    program, figures = matmul.lower_chunk(kernel, chunk, "H200")
+    assert [k.signature.name for k in program.kernels] == [c.kernel_name for c in chunk]
+    assert list(figures) == [c.index for c in chunk]
+    assert all(f["roofline"] > 0 for f in figures.values())
+    real = cost.cost_report
+
+    def with_model(module, gpu=None):
+        report = real(module)
+        launches = [SimpleNamespace(seconds=k.seconds, estimate_seconds=k.seconds * 3 if gpu == "H100" else None)
+                    for k in report.launches]
+        return SimpleNamespace(launches=launches)
+
+    monkeypatch.setattr(cost, "cost_report", with_model)
+    _, figures = matmul.lower_chunk(kernel, chunk, "H100")
+    assert all(f["estimate"] == pytest.approx(3 * f["roofline"]) for f in figures.values())
+    table = matmul.candidate_table(chunk, figures, {chunk[0].index: 1e-3, chunk[1].index: float("inf")})
+    assert table["columns"][:4] == ["index", "ms", "estimate_ms", "roofline_ms"]
+    assert [row[:2] for row in table["rows"]] == [[chunk[0].index, 1.0], [chunk[1].index, None],
+                                                  [chunk[2].index, None]]
+
+
+def test_profile_record_takes_the_latency_models_estimates_when_it_has_them(monkeypatch) -> None:
+    from tmlir.backends import cost
+
+    session = SimpleNamespace(gpu_module=lambda: "module", program=SimpleNamespace(kernels=[]))
+    report = SimpleNamespace(launches=[launch("a", 4, 128, 1e-6, 2e-6)], estimate_seconds=3e-6)
+    monkeypatch.setattr(cost, "cost_report", lambda module, gpu: report if gpu == "H100" else None)
+    times = [SimpleNamespace(kernel="a", grid=4, block=128, median_us=2.5, min_us=2.0)]
+    record = kernel_costs.profile_record(session, "H100", times, graph_ms=0.004)
+    assert "estimates" not in record and record["gpu"] == "H100"
+    assert record["summary"]["program_estimate_us"] == pytest.approx(3.0)
+    assert record["summary"]["program_error"] == pytest.approx(-0.25)
+    assert record["launches"][0]["estimate_us"] == pytest.approx(2.0)
+    monkeypatch.setattr(cost, "cost_report", lambda module: report)  # a cost report without a GPU option
+    record = kernel_costs.profile_record(session, "H100", times)
+    assert record["estimates"].startswith("n/a: the cost report has no latency model")
+
+
 def test_cost_gpu_names_the_latency_models_gpu() -> None:
     assert kernel_costs.cost_gpu("NVIDIA H100 80GB HBM3") == "H100"
     assert kernel_costs.cost_gpu("NVIDIA H200") == "H200"

@@ -110,10 +110,10 @@ def test_cuda_profile_spins_then_times_each_launch_between_events(host_driver, m
     samples = runner.profile({0: x}, runs=4, warmup=2)
     count = len(program.launches)
     assert len(samples) == 4 and all(len(run) == count and min(run) > 0 for run in samples)
-    # one unspun run to measure the host's queueing, then warm-up and timed runs, each spun
-    assert len(SpinModule.spins) == 1 + 4 and min(SpinModule.spins) >= 50_000
-    assert module.launches == 6 * count
-    assert len(HostEvent.recorded) == 6 * (count + 1)
+    # two unspun runs (loading, then the host's queueing time), then warm-up and timed runs, each spun
+    assert len(SpinModule.spins) == 2 + 4 and min(SpinModule.spins) >= 50_000
+    assert module.launches == 8 * count
+    assert len(HostEvent.recorded) == 8 * (count + 1)
     assert all(stream_ is stream for _, stream_ in HostEvent.recorded)
     # the launches ran on the inputs: a run after profiling gives the emu's answer
     reference = EmuRunner(program, weights, emu, plan_memory(program))

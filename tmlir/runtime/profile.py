@@ -102,14 +102,16 @@ def time_cuda_launches(launch: Callable[[int], None], count: int, stream: Any, r
             events[count].record(stream)
             return time.perf_counter() - start
 
-        queueing = queue(0)  # also the first warm-up run
+        queue(0)  # the first launches also load their kernels (CUDA's lazy loading)
+        stream.synchronize()
+        queueing = queue(0)
         stream.synchronize()
         spin_ns = int(min(MAX_SPIN_SECONDS, SPIN_MARGIN * queueing + 50e-6) * 1e9)
         samples = []
-        for run in range(max(0, warmup - 1) + runs):
+        for run in range(warmup + runs):
             queue(spin_ns)
             events[count].synchronize()
-            if run >= warmup - 1:
+            if run >= warmup:
                 samples.append([events[i].elapsed_ms(events[i + 1]) / 1e3 for i in range(count)])
         return samples
     finally:
