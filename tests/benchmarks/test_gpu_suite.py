@@ -5,7 +5,7 @@ candidate of each matmul shape compiled to sm_90 PTX with its cost-report figure
 model compiled (fp32 and tf32), run on emu against onnxruntime, compiled to PTX and
 costed, the small ones profiled on emu; each GPU-only stage is recorded as "dry-run:
 skipped (no GPU)". The fast test restricts it to the demo MLP's tests, one small
-tensor-core matmul shape and the small BERT; the slow one is the whole dry run with the
+tensor-core matmul shape and the small BERT in fp32; the slow one is the whole dry run with the
 full-size models (exported with .venv-models, or $TMLIR_EXPORT_PYTHON, when build/models/
 lacks them). The report's GPU tables are checked on a result shaped like a GPU run's, and
 the per-kernel bookkeeping (`kernel_costs.py`) on its own.
@@ -86,7 +86,7 @@ def check_no_machine_paths(out: Path) -> None:
 
 def test_dry_run_small_models(tmp_path: Path) -> None:
     steps = run_suite(tmp_path, "--tests", "mlp", "--matmul-shapes", "64x64x64:f16", "--models", "bert",
-                      "--budget", "300", timeout=300)
+                      "--steps", "pytest,models,matmul", "--budget", "300", timeout=300)
     tests = steps["pytest"]["detail"]
     assert (tests["tests"], tests["skipped"], tests["failures"], tests["errors"]) == (2, 2, 0, 0)
     assert all(reason.startswith("dry-run: no GPU") for reason in tests["skip_reasons"])
@@ -97,11 +97,9 @@ def test_dry_run_small_models(tmp_path: Path) -> None:
     assert columns[:3] == ["index", "estimate_ms", "roofline_ms"] and "block_m" in columns
     assert all(row[2] > 0 for row in matmul["estimates"]["rows"])
     check_latency(steps["latency bert fp32"], small=True)
-    check_latency(steps["latency bert tf32"], small=True)
-    templates = {row["template"] for row in steps["latency bert tf32"]["detail"]["cost"]["launches"]}
-    assert "matmul_tc" in templates  # tf32 puts the matmuls on tensor cores
+    assert "latency bert tf32" not in steps  # not asked for (the slow test runs it)
     markdown = (tmp_path / "results.md").read_text()
-    for text in ("latency bert fp32", "Models, fp32: TF32 off on both sides", "Models, tf32: TF32 on on both sides",
+    for text in ("latency bert fp32", "Models, fp32: TF32 off on both sides",
                  "### bert fp32: emu host times", "64x64x64:f16", DRY_RUN_SKIP):
         assert text in markdown, text
     assert (tmp_path / "pytest.xml").exists() and (tmp_path / "logs" / "latency_bert_fp32.log").exists()
@@ -121,6 +119,8 @@ def test_full_dry_run(tmp_path: Path) -> None:
     for name in names:
         for precision in ("fp32", "tf32"):
             check_latency(steps[f"latency {name} {precision}"], small=False)
+        templates = {row["template"] for row in steps[f"latency {name} tf32"]["detail"]["cost"]["launches"]}
+        assert {"matmul_tc", "conv2d_tc"} & templates, name  # tf32 puts matmuls and convolutions on tensor cores
     for name, step in steps.items():
         if name.startswith("matmul "):
             assert step["detail"]["compiled"] == step["detail"]["candidates"] > 0, name
