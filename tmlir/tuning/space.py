@@ -32,10 +32,12 @@ import numpy as np
 
 from tmlir import dtypes
 from tmlir.dialects import tm
+from tmlir.gpus import Gpu
 from tmlir.schedules import conv2d_tc
 from tmlir.schedules.conv2d import Conv2dProblem, conv2d_implicit_gemm_kernel
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
 from tmlir.schedules.matmul_tc import matmul_tc_kernel
+from tmlir.schedules.model_choice import ranked
 from tmlir.schedules.pinned import default_of, space_of
 from tmlir.schedules.space import Space
 from tmlir.schedules.tc_gemm import MatmulTcParams
@@ -187,6 +189,15 @@ class TunableKernel:
         prefix = self.info.prefix
         return [Candidate(i, p, p == default, prefix)
                 for i, p in enumerate(self.space.candidates(self.gemm))]
+
+    def ranked_candidates(self, on: Gpu) -> list[Candidate]:
+        """The valid candidates in the latency model's order on the GPU `on`, the one it
+        estimates fastest first (``schedules/model_choice.py``); indices stay the space's."""
+        candidates = self.candidates()
+        by_params = {c.params: c for c in candidates}
+        element = self.element if self.template.endswith("_tc") else "f32"
+        return [by_params[params] for params, _ in ranked(self.template, self.problem,
+                                                          [c.params for c in candidates], on, element)]
 
     def kernel(self, name: str, params: TemplateParams) -> tm.KernelOp:
         """The template's kernel for `params` (as the compiler builds it, before fusion)."""
