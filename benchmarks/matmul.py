@@ -29,8 +29,8 @@ tmlir's cache) and writes each candidate's cost-report figures (roofline and, fr
 latency model, estimated time for --gpu): the GPU suite's preparation and dry run.
 
 On a GPU every timed candidate is kept, compactly (``timings``: a column list and one row
-per candidate: index, median ms, estimated ms, roofline ms, parameters), for calibrating
-the latency model; ``estimate_ms`` is null where the cost report has no latency model.
+per candidate: index, median ms, the latency model's estimated ms for --gpu, roofline ms,
+parameters), for calibrating the latency model.
 
 Every result file records the machine, the date and the versions.
 """
@@ -255,9 +255,10 @@ def lower_chunk(kernel: TunableKernel, chunk: list[Candidate], gpu: str
 
 def candidate_costs(module: ModuleOp, kernel: TunableKernel, chunk: list[Candidate], gpu: str
                     ) -> dict[int, dict[str, float | None]]:
-    """Each candidate's roofline and estimated seconds on `gpu` (None without a latency
-    model) from the cost report of `module` (the chunk's lowered kernels, no launch), to
-    which a host function launching each candidate once is added."""
+    """Each candidate's roofline and estimated seconds on `gpu` from the cost report of
+    `module` (the chunk's lowered kernels, no launch), to which a host function launching
+    each candidate once is added. Registers are the template's estimate, as the tuner's
+    model-ordered space has them (`tmlir.schedules.model_choice`)."""
     from xdsl.dialects import func
 
     from tmlir.backends import cost
@@ -271,15 +272,10 @@ def candidate_costs(module: ModuleOp, kernel: TunableKernel, chunk: list[Candida
         host.body.block.add_ops([tmgpu.LaunchOp(c.kernel_name, list(host.body.block.args), blocks, threads),
                                  func.ReturnOp()])
         module.body.block.add_op(host)
-    try:
-        report = cost.cost_report(module, gpu=gpu)
-    except TypeError as exc:  # a cost report without the latency model (no gpu option)
-        if "gpu" not in str(exc):
-            raise
-        report = cost.cost_report(module)
+    report = cost.cost_report(module, gpu)
     if len(report.launches) != len(chunk):
         raise AssertionError(f"{len(chunk)} candidates but {len(report.launches)} launches in their cost report")
-    return {c.index: {"roofline": launch.seconds, "estimate": getattr(launch, "estimate_seconds", None)}
+    return {c.index: {"roofline": launch.seconds, "estimate": launch.estimate_seconds}
             for c, launch in zip(chunk, report.launches)}
 
 

@@ -1,48 +1,51 @@
 """Per-kernel times beside the latency model: a session's launch times and its cost report.
 
-The cost report (`tmlir.backends.cost.cost_report(module, gpu=...)`) lists the launches of
-a gpu-level module in order, each with its roofline time and, from the latency model, its
-estimated time (``estimate_seconds``). `InferenceSession.gpu_module()` is the module of the
-program the session launches, so its report's launches are the session's, in the same
-order: `launch_rows` sets each measured launch (`InferenceSession.profile`) beside its
+The cost report (`tmlir.backends.cost.cost_report(module, on=GPU, registers=...)`) lists the
+launches of a gpu-level module in order, each with its roofline time and the latency
+model's estimate (``estimate_seconds``, `tmlir.latency`), here with the registers ptxas
+gives each kernel for the GPU's architecture. `InferenceSession.gpu_module()` is the module
+of the program the session launches, so its report's launches are the session's, in the
+same order: `launch_rows` sets each measured launch (`InferenceSession.profile`) beside its
 estimate, checking that the two lists name the same kernel, grid and block launch by
-launch. A cost report without estimates (a tmlir older than the latency model) gives rows
-with ``estimate_us`` None, which the report shows as "n/a".
+launch.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-#: GPUs the latency model knows, by the name ``cost_report(gpu=...)`` takes, as they
-#: appear in a device name (``NVIDIA H200``, ``NVIDIA H100 80GB HBM3``, ``NVIDIA A100-SXM4-80GB``).
-KNOWN_GPUS = ("H200", "H100", "A100")
-#: The latency model's GPU when the device is none of these (the dry run's).
+#: The latency model's GPU when the device is none it knows (and the dry run's).
 DEFAULT_GPU = "H200"
 
 
 def cost_gpu(device: str | None) -> str:
-    """The latency model's name for `device` (a CUDA device name), else `DEFAULT_GPU`."""
-    return next((gpu for gpu in KNOWN_GPUS if device and gpu in device), DEFAULT_GPU)
-
-
-def model_cost(module: Any, gpu: str) -> tuple[Any, str | None]:
-    """The cost report of `module` for `gpu`, and None; or, when this tmlir's cost report
-    takes no GPU (no latency model yet), the report without one and why."""
-    from tmlir.backends.cost import cost_report
+    """The latency model's name for `device` (a CUDA device name, `tmlir.gpus`), else
+    `DEFAULT_GPU`."""
+    from tmlir.gpus import gpu
 
     try:
-        return cost_report(module, gpu=gpu), None
-    except TypeError as exc:
-        if "gpu" not in str(exc):
-            raise
-        return cost_report(module), "n/a: the cost report has no latency model (no gpu option)"
+        return gpu(device).name if device else DEFAULT_GPU
+    except ValueError:
+        return DEFAULT_GPU
 
 
-def estimate_us(cost: Any) -> float | None:
-    """The latency model's estimate of a launch or a whole program in µs, None without one."""
-    seconds = getattr(cost, "estimate_seconds", None)
-    return None if seconds is None else float(seconds) * 1e6
+def model_cost(module: Any, gpu: str) -> tuple[Any, str]:
+    """The cost report of `module` on `gpu`, with ptxas' registers of its kernels (for the
+    GPU's architecture; the templates' estimates where ptxas cannot run), and which."""
+    from tmlir.backends.cost import cost_report, ptxas_registers
+    from tmlir.backends.ptx import CudaCompileError
+    from tmlir.gpus import gpu as named
+
+    try:
+        registers, source = ptxas_registers(module, named(gpu).arch), "ptxas"
+    except (CudaCompileError, OSError) as exc:
+        registers, source = None, f"the templates' estimates (ptxas failed: {str(exc).splitlines()[0]})"
+    return cost_report(module, gpu, registers), source
+
+
+def estimate_us(cost: Any) -> float:
+    """The latency model's estimate of a launch or a whole program in µs."""
+    return float(cost.estimate_seconds) * 1e6
 
 
 def launch_rows(cost: Any, times: list[Any] | None = None) -> list[dict[str, Any]]:
@@ -57,7 +60,8 @@ def launch_rows(cost: Any, times: list[Any] | None = None) -> list[dict[str, Any
         row: dict[str, Any] = {
             "index": i, "kernel": launch.kernel, "template": launch.template, "grid": launch.grid,
             "block": launch.block, "roofline_us": launch.seconds * 1e6, "bound": launch.bound,
-            "estimate_us": estimate_us(launch), "flops": launch.flops, "bytes": launch.bytes,
+            "estimate_us": estimate_us(launch), "limit": launch.limit, "registers": launch.registers,
+            "resident": launch.resident, "flops": launch.flops, "bytes": launch.bytes,
         }
         if times is not None:
             t = times[i]
@@ -89,9 +93,8 @@ def summary(rows: list[dict[str, Any]], cost: Any, graph_ms: float | None = None
                            "program_estimate_us": program}
     if graph_ms is not None:
         out["graph_us"] = graph_ms * 1e3
-        if program is not None:
-            out["program_error"] = program / out["graph_us"] - 1
-    if out["measured_us"] and out["estimate_us"] is not None:
+        out["program_error"] = program / out["graph_us"] - 1
+    if out["measured_us"]:
         out["kernel_sum_error"] = out["estimate_us"] / out["measured_us"] - 1
     return out
 
@@ -99,12 +102,9 @@ def summary(rows: list[dict[str, Any]], cost: Any, graph_ms: float | None = None
 def profile_record(session: Any, gpu: str, times: list[Any] | None, graph_ms: float | None = None
                    ) -> dict[str, Any]:
     """What the suite keeps of a session's per-kernel profile: the rows (`launch_rows`),
-    the kernels' parameters, the sums (`summary`), the GPU the estimates are for, and why
-    there are no estimates when there are none."""
-    cost, missing = model_cost(session.gpu_module(), gpu)
+    the kernels' parameters, the sums (`summary`), the GPU the estimates are for and where
+    their registers came from."""
+    cost, registers = model_cost(session.gpu_module(), gpu)
     rows = launch_rows(cost, times)
-    record: dict[str, Any] = {"gpu": gpu, "summary": summary(rows, cost, graph_ms), "launches": rows,
-                              "kernel_params": kernel_params(session.program)}
-    if missing or record["summary"]["estimate_us"] is None:
-        record["estimates"] = missing or "n/a: the cost report gives no estimate_seconds"
-    return record
+    return {"gpu": gpu, "registers": registers, "summary": summary(rows, cost, graph_ms), "launches": rows,
+            "kernel_params": kernel_params(session.program)}

@@ -115,13 +115,18 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:+.0f}%"
 
 
+def _on_gpu(record: dict[str, Any]) -> bool:
+    """Whether the record's times are a GPU's (emu's host times are not compared)."""
+    return not str(record.get("device", "")).startswith("emu")
+
+
 def kernel_table(record: dict[str, Any]) -> list[str]:
     """The top kernel groups of one profile record, then the rest summed in one row."""
     groups = kernel_groups(record)
     rows = []
     for g in groups[:TOP_KERNELS]:
         measured, estimate = g.get("measured_us"), g.get("estimate_us")
-        error = estimate / measured - 1 if measured and estimate is not None else None
+        error = estimate / measured - 1 if measured and estimate is not None and _on_gpu(record) else None
         rows.append([g["kernel"], g["template"], f"{g['grid']} x {g['block']}", str(g["count"]),
                      micros(measured), micros(estimate) if estimate is not None else "n/a", _pct(error),
                      micros(g["roofline_us"]), _params(g["params"])])
@@ -149,12 +154,12 @@ def summary_line(record: dict[str, Any]) -> str:
     if s.get("graph_us") is not None:
         parts.append(f"the graph replay takes {micros(s['graph_us'])} µs")
     if s.get("estimate_us") is not None:
-        parts.append(f"estimates sum to {micros(s['estimate_us'])} µs (error {_pct(s.get('kernel_sum_error'))})")
-    else:
-        parts.append(f"estimates {record.get('estimates', 'n/a')}")
+        error = f" (error {_pct(s.get('kernel_sum_error'))})" if s.get("measured_us") and _on_gpu(record) else ""
+        parts.append(f"estimates sum to {micros(s['estimate_us'])} µs{error}")
     if s.get("program_estimate_us") is not None:
+        error = f" (error against the graph replay {_pct(s['program_error'])})" if "program_error" in s else ""
         parts.append(f"the program is estimated at {micros(s['program_estimate_us'])} µs on {record['gpu']}"
-                     f" (error against the graph replay {_pct(s.get('program_error'))})")
+                     f"{error}")
     parts.append(f"roofline {micros(s['roofline_us'])} µs")
     return "; ".join(parts) + "."
 

@@ -129,7 +129,8 @@ def test_full_dry_run(tmp_path: Path) -> None:
 
 def launch(kernel: str, grid: int, block: int, seconds: float, estimate: float | None) -> SimpleNamespace:
     return SimpleNamespace(kernel=kernel, template="matmul_simt", grid=grid, block=block, seconds=seconds,
-                           bound="memory", flops=10, bytes=20, estimate_seconds=estimate)
+                           bound="memory", flops=10, bytes=20, estimate_seconds=estimate, limit="latency",
+                           registers=64, resident=2)
 
 
 def test_launch_rows_pair_profile_and_cost_report_launch_by_launch() -> None:
@@ -147,17 +148,13 @@ def test_launch_rows_pair_profile_and_cost_report_launch_by_launch() -> None:
         kernel_costs.launch_rows(cost, [times[0], times[0]])
     with pytest.raises(ValueError, match="1 launches, the cost report 2"):
         kernel_costs.launch_rows(cost, times[:1])
-    no_model = SimpleNamespace(launches=[SimpleNamespace(**vars(launch("a", 4, 128, 1e-6, None)))])
-    del no_model.launches[0].estimate_seconds
-    (row,) = kernel_costs.launch_rows(no_model)
-    assert row["estimate_us"] is None and "measured_us" not in row
+    (row, _) = kernel_costs.launch_rows(cost)
+    assert row["estimate_us"] == 4.0 and "measured_us" not in row
 
 
-def test_matmul_candidates_get_the_cost_reports_figures(monkeypatch) -> None:
-    """Each candidate's launch goes through the cost report (roofline now; the latency
-    model's estimate once the cost report takes a GPU), in candidate order."""
-    from tmlir.backends import cost
-
+def test_matmul_candidates_get_the_cost_reports_figures() -> None:
+    """Each candidate's launch goes through the cost report, in candidate order: its roofline
+    and the latency model's estimate (never faster than the roofline)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         matmul = importlib.import_module("matmul")
@@ -168,46 +165,41 @@ def test_matmul_candidates_get_the_cost_reports_figures(monkeypatch) -> None:
     program, figures = matmul.lower_chunk(kernel, chunk, "H200")
     assert [k.signature.name for k in program.kernels] == [c.kernel_name for c in chunk]
     assert list(figures) == [c.index for c in chunk]
-    assert all(f["roofline"] > 0 for f in figures.values())
-    real = cost.cost_report
-
-    def with_model(module, gpu=None):
-        report = real(module)
-        launches = [SimpleNamespace(seconds=k.seconds, estimate_seconds=k.seconds * 3 if gpu == "H100" else None)
-                    for k in report.launches]
-        return SimpleNamespace(launches=launches)
-
-    monkeypatch.setattr(cost, "cost_report", with_model)
-    _, figures = matmul.lower_chunk(kernel, chunk, "H100")
-    assert all(f["estimate"] == pytest.approx(3 * f["roofline"]) for f in figures.values())
+    assert all(0 < f["roofline"] <= f["estimate"] for f in figures.values())
+    _, on_a100 = matmul.lower_chunk(kernel, chunk, "A100")
+    assert all(on_a100[i]["roofline"] > figures[i]["roofline"] for i in figures)  # a slower part
     table = matmul.candidate_table(chunk, figures, {chunk[0].index: 1e-3, chunk[1].index: float("inf")})
     assert table["columns"][:4] == ["index", "ms", "estimate_ms", "roofline_ms"]
     assert [row[:2] for row in table["rows"]] == [[chunk[0].index, 1.0], [chunk[1].index, None],
                                                   [chunk[2].index, None]]
-
-
-def test_profile_record_takes_the_latency_models_estimates_when_it_has_them(monkeypatch) -> None:
-    from tmlir.backends import cost
-
-    session = SimpleNamespace(gpu_module=lambda: "module", program=SimpleNamespace(kernels=[]))
-    report = SimpleNamespace(launches=[launch("a", 4, 128, 1e-6, 2e-6)], estimate_seconds=3e-6)
-    monkeypatch.setattr(cost, "cost_report", lambda module, gpu: report if gpu == "H100" else None)
-    times = [SimpleNamespace(kernel="a", grid=4, block=128, median_us=2.5, min_us=2.0)]
-    record = kernel_costs.profile_record(session, "H100", times, graph_ms=0.004)
-    assert "estimates" not in record and record["gpu"] == "H100"
-    assert record["summary"]["program_estimate_us"] == pytest.approx(3.0)
-    assert record["summary"]["program_error"] == pytest.approx(-0.25)
-    assert record["launches"][0]["estimate_us"] == pytest.approx(2.0)
-    monkeypatch.setattr(cost, "cost_report", lambda module: report)  # a cost report without a GPU option
-    record = kernel_costs.profile_record(session, "H100", times)
-    assert record["estimates"].startswith("n/a: the cost report has no latency model")
+    assert all(row[2] > 0 for row in table["rows"])
 
 
 def test_cost_gpu_names_the_latency_models_gpu() -> None:
     assert kernel_costs.cost_gpu("NVIDIA H100 80GB HBM3") == "H100"
     assert kernel_costs.cost_gpu("NVIDIA H200") == "H200"
     assert kernel_costs.cost_gpu("NVIDIA A100-SXM4-80GB") == "A100"
+    assert kernel_costs.cost_gpu("NVIDIA GeForce RTX 3090") == kernel_costs.DEFAULT_GPU
     assert kernel_costs.cost_gpu(None) == kernel_costs.DEFAULT_GPU
+
+
+def test_profile_record_of_a_session_pairs_launches_with_estimates() -> None:
+    """A session's profile (emu: host times) beside its cost report on the H200, with
+    ptxas' registers: one row per launch, every estimate at least the roofline."""
+    import numpy as np
+    from models import mlp
+
+    import tmlir
+
+    session = tmlir.InferenceSession(mlp(4, (32, 64, 8)), device="emu")
+    times = session.profile({"x": np.ones((4, 32), np.float32)}, runs=1, warmup=0)
+    record = kernel_costs.profile_record(session, "H200", times, graph_ms=0.01)
+    assert record["registers"] == "ptxas" and len(record["launches"]) == len(session.program.launches)
+    assert all(0 < r["roofline_us"] <= r["estimate_us"] and r["registers"] > 0 and r["limit"]
+               for r in record["launches"])
+    summary = record["summary"]
+    assert summary["program_estimate_us"] == pytest.approx(summary["estimate_us"])
+    assert summary["program_error"] == pytest.approx(summary["program_estimate_us"] / 10 - 1)
 
 
 def test_results_record_paths_relative_to_the_repository(tmp_path: Path) -> None:
