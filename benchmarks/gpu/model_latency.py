@@ -322,7 +322,8 @@ def gpu_run(path: Path, name: str, stages: Stages, spec: dict[str, Any], precisi
         session = state["session"]
         times = session.profile(state["feed"], runs=profile_runs)
         graph_ms = stages.result.get("tmlir", {}).get("median_ms")
-        return {"device": device, "runs": profile_runs, **profile_record(session, gpu, times, graph_ms)}
+        where = "cuda" if device == "cuda" else "emu (host times: they say nothing of a GPU)"
+        return {"device": where, "runs": profile_runs, **profile_record(session, gpu, times, graph_ms)}
 
     def tmlir_tuned() -> dict[str, Any]:
         records = stages.out.with_name(f"{stages.out.stem}.tuning_records.jsonl")
