@@ -22,14 +22,15 @@ before --deadline is recorded as "skipped: budget"):
 2. ``tmlir``: ``InferenceSession(device="cuda", precision=...)`` with fusion, the memory
    plan and CUDA graphs; its logits against the reference (max abs and relative error),
    its memory report, then its latency on torch CUDA tensors with ``device_outputs=True``.
-3. ``torch_eager``; 4. ``torch_max_autotune`` (``torch.compile`` in that mode): compile
-   time (the first call, autotuning included), error against the reference, latency.
-   Each compile starts from ``torch._dynamo.reset()``; the inductor and triton caches are
-   where the suite points ``TORCHINDUCTOR_CACHE_DIR`` and ``TRITON_CACHE_DIR``.
-5. ``tmlir_profile``: per-kernel times of tmlir's program (`InferenceSession.profile`,
+3. ``torch_eager``.
+4. ``tmlir_profile``: per-kernel times of tmlir's program (`InferenceSession.profile`,
    CUDA events, no graph) beside the cost report's estimate and roofline for each launch
-   (`kernel_costs.py`).
-6. ``torch_reduce_overhead`` and 7. ``torch_compile`` (the default mode), as 4.
+   (`kernel_costs.py`): a few seconds, before the compiles that may overrun the deadline.
+5. ``torch_max_autotune``, 6. ``torch_reduce_overhead`` and 7. ``torch_compile`` (the
+   default mode): ``torch.compile`` in that mode: compile time (the first call, autotuning
+   included), error against the reference, latency. Each compile starts from
+   ``torch._dynamo.reset()``; the inductor and triton caches are where the suite points
+   ``TORCHINDUCTOR_CACHE_DIR`` and ``TRITON_CACHE_DIR``.
 8. ``tmlir_tuned`` (fp32, with --tune-seconds): ``tm-tune`` on the model for what is left
    of --tune-seconds (it keeps the records of the kernels it finished), then a session
    compiled with those records.
@@ -354,13 +355,12 @@ def gpu_run(path: Path, name: str, stages: Stages, spec: dict[str, Any], precisi
         return
     stages.run("tmlir", tmlir_session)
     stages.run("torch_eager", torch_eager)
+    if "session" in state:  # cheap, and kept should max-autotune overrun the step's deadline
+        stages.run("tmlir_profile", tmlir_profile)
+    else:
+        stages.result["tmlir_profile"] = {"status": "not run: no tmlir session"}
     for stage, mode in TORCH_MODES.items():
         stages.run(stage, lambda mode=mode: torch_compiled(mode))
-        if mode == "max-autotune":  # the profile is cheap: before the other modes
-            if "session" in state:
-                stages.run("tmlir_profile", tmlir_profile)
-            else:
-                stages.result["tmlir_profile"] = {"status": "not run: no tmlir session"}
     if precision != "fp32" or tune_seconds <= 0:
         why = "--tune-seconds 0" if tune_seconds <= 0 else "tuning runs with the fp32 model only"
         stages.result["tmlir_tuned"] = {"status": f"not run: {why}"}
