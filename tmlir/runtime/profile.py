@@ -61,11 +61,6 @@ class LaunchTime:
     min_us: float
     runs: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"index": self.index, "kernel": self.kernel, "template": self.template,
-                "grid": self.grid, "block": self.block, "median_us": self.median_us,
-                "min_us": self.min_us, "runs": self.runs}
-
 
 def launch_times(program: CudaProgram, samples: Sequence[Sequence[float]]) -> list[LaunchTime]:
     """One `LaunchTime` per launch of `program` from `samples` (per run, the seconds of
