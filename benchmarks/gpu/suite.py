@@ -42,6 +42,7 @@ from typing import Any
 
 from common import BUDGET_SKIP, DRY_RUN_SKIP, read_json, repo_path, write_json
 from environment import environment
+from kernel_costs import cost_gpu
 from report import junit_summary, write_markdown
 from torch_cache import pack_cache, unpack_cache
 
@@ -232,7 +233,7 @@ def latency_command(suite: Suite, job: Job, deadline: float, mode: list[str], ou
 def matmul_command(suite: Suite, job: Job, out: Path, compile_only: bool, jobs: int | None = None) -> list[Any]:
     shape, _, dtype = job.shape.partition(":")
     command = [suite.python, ROOT / "benchmarks" / "matmul.py", "--shapes", shape, "--dtype", dtype or "f32",
-               "--jobs", str(jobs or suite.jobs), "--out", out]
+               "--jobs", str(jobs or suite.jobs), "--gpu", cost_gpu(suite.environment.get("device")), "--out", out]
     if compile_only:
         arch = suite.environment.get("capability", "sm_90") if not suite.dry_run else "sm_90"
         return [*command, "--compile-only", "--arch", arch]
