@@ -57,6 +57,9 @@ FULL_MODELS = DEFAULT_MODELS
 STEPS = ("pytest", "models", "matmul", "tf32")
 #: A step is not started with fewer seconds than this left.
 MIN_STEP_SECONDS = 15
+#: Of a GPU run's budget, what the steps leave for the end: a killed step's grace period
+#: (`_kill`: up to 20 s) and packing torch's caches.
+FINISH_SECONDS = 25
 #: The most seconds a GPU step may take on a GPU, by kind (``latency`` is per model and
 #: precision; tuning adds --tune-seconds to the fp32 one).
 CAPS = {"pytest": 120, "latency": 200, "matmul": 60}
@@ -389,7 +392,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.time()
-    suite = Suite(args.out.resolve(), args.dry_run, start, start + args.budget, sys.executable,
+    reserve = 0.0 if args.dry_run else FINISH_SECONDS  # the caches packed and a killed step's grace
+    suite = Suite(args.out.resolve(), args.dry_run, start, start + args.budget - reserve, sys.executable,
                   args.export_python, args.model_dir.resolve(), args.jobs, args.torch_cache.resolve(),
                   budget=args.budget, date=datetime.now(UTC).isoformat(timespec="seconds"))
     suite.environment = environment(suite.python, args.dry_run)

@@ -33,7 +33,7 @@ def pack_cache(folder: Path, archive: Path, limit_mib: float) -> dict[str, Any]:
     if not record["files"]:
         record["archive"] = "not written: the caches are empty"
         return record
-    with tarfile.open(archive, "w:gz") as tar:
+    with tarfile.open(archive, "w:gz", compresslevel=6) as tar:
         tar.add(folder, arcname=".")
     packed = archive.stat().st_size
     record["archive_bytes"] = packed
