@@ -136,3 +136,23 @@ def test_the_memory_guard_counts_zeroed_buffers() -> None:
     program, weights = compiled()
     plan, _ = make_runner(program, weights, "emu")
     assert needed_bytes(program, plan, "emu")["zeroed buffers"] == 4
+
+
+def test_a_run_stopped_halfway_leaves_the_counters_zero() -> None:
+    """A launch that fails (a fault, Ctrl-C) may leave a count behind: the run zeroes the
+    counters of its arena before it gives up, so the next run starts from zero."""
+    from tmlir.runtime.runners import EmuRunner
+
+    program, weights = compiled()
+    counters = next(i for i, b in enumerate(program.buffers) if b.kind == "zeroed")
+
+    class StopsHalfway:
+        def launch(self, name, grid, block, args) -> None:
+            args[-1][...] = 5  # some blocks counted in, then the launch failed
+            raise RuntimeError("interrupted")
+
+    runner = EmuRunner(program, weights, StopsHalfway(), plan_memory(program))
+    with pytest.raises(RuntimeError, match="interrupted"):
+        runner.run({0: np.ones(64, np.float32)})
+    ((_, slots),) = runner._free
+    assert not slots[counters].any()

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import DenseArrayBase, MemRefType, i32, i64
-from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.ir import Block, SSAValue
 
 from tmlir.dialects import tm
 from tmlir.ir.builder import Index, IRBuilder
