@@ -5,7 +5,7 @@ For every ``tmgpu.launch`` of the host function (in order), from what one thread
 (``kernel_counts.py``):
 
 * **FLOPs executed**: float arithmetic weighted by loop trip counts (the larger branch of an
-  ``scf.if``), times the launch's threads; a ``tmgpu.mma`` counts its share of ``2 M N K``,
+  ``scf.if``, or each as often as ``tm.branch_weights`` says), times the launch's threads; a ``tmgpu.mma`` counts its share of ``2 M N K``,
   also as ``tensor_flops``. An upper bound: idle threads and padded tiles count in full.
 * **Global bytes read and written**: per kernel argument the body loads (or copies with
   ``cp.async``) or stores, its buffer's bytes -- or the accesses executed, when fewer -- once
@@ -202,8 +202,8 @@ def _launch_cost(name: str, f: KernelFacts, op: tmgpu.LaunchOp, on: Gpu, registe
     grid, block = op.grid.data, op.block.data
     blocks = f.blocks or grid  # a grid-stride kernel does all its (virtual) blocks' work
     threads = blocks * block
-    flops = f.flops_per_thread * threads
-    tensor = {dtype: n * threads for dtype, n in f.accesses("tensor_flops").items()}
+    flops = round(f.flops_per_thread * threads)  # weighted branches: fractions per thread
+    tensor = {dtype: round(n * threads) for dtype, n in f.accesses("tensor_flops").items()}
     read = moved_bytes(args, f.accesses("load"), threads)
     written = moved_bytes(args, f.accesses("store"), threads)
     seconds, bound = roofline(flops - sum(tensor.values()), read + written,

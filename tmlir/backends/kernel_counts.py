@@ -4,9 +4,11 @@ cost report (``cost.py``) and its latency estimate.
 `block_counts` walks a kernel body: float operations (``arith``'s float arithmetic and every
 ``math`` op with a float result count 1; a ``tmgpu.mma`` its lane's share of ``2 M N K``,
 also as tensor FLOPs), and global accesses per kernel argument (``memref.load``/``store``,
-a ``tmgpu.cp_async`` from an argument is a read of its bytes), each weighted by the trip
-counts of the ``scf.for`` loops around it (constant bounds, as ``lower-to-cuda`` makes them)
-and the larger branch of each ``scf.if``. `serial_loads` counts the global loads a thread
+a ``tmgpu.cp_async`` from an argument is a read of its bytes, a ``tmgpu.load_cg`` a load, a
+``tmgpu.atomic_add`` a load and a store), each weighted by the trip counts of the
+``scf.for`` loops around it (constant bounds, as ``lower-to-cuda`` makes them) and the
+larger branch of each ``scf.if`` -- or, for one with ``tm.branch_weights`` (split-K's last
+block), each branch as often as it is taken (counts may then be fractions per thread). `serial_loads` counts the global loads a thread
 waits for one after another, `shared_bytes` the kernel's shared memory; `_KernelFacts`
 holds what a launch needs of its kernel.
 """
@@ -16,14 +18,16 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
+from fractions import Fraction
 
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import AnyFloat, DictionaryAttr, IntegerAttr, StringAttr
+from xdsl.dialects.builtin import AnyFloat, DenseArrayBase, DictionaryAttr, IntegerAttr, StringAttr
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
 from tmlir import dtypes
 from tmlir.dialects import tmgpu
+from tmlir.ir.kernel_ops import BRANCH_WEIGHTS
 
 _ARITH_FLOAT_OPS = frozenset(
     f"arith.{op}" for op in ("addf", "subf", "mulf", "divf", "remf", "negf", "maximumf",
@@ -99,12 +103,14 @@ def block_counts(block: Block, kernel: str) -> Counts:
             source = op.src
             if isinstance(source, BlockArgument) and isinstance(source.owner.parent_op(), tmgpu.KernelOp):
                 counts[("load", source.index)] += op.bytes.data // element_bytes(source)
-        elif isinstance(op, memref.LoadOp | memref.StoreOp):
+        elif isinstance(op, memref.LoadOp | memref.StoreOp | tmgpu.LoadCgOp | tmgpu.AtomicAddOp):
             buffer = op.memref
             if isinstance(buffer, BlockArgument) and isinstance(buffer.owner.parent_op(),
                                                                 tmgpu.KernelOp):
-                kind = "load" if isinstance(op, memref.LoadOp) else "store"
-                counts[(kind, buffer.index)] += 1
+                if not isinstance(op, memref.StoreOp):  # an atomic add reads and writes
+                    counts[("load", buffer.index)] += 1
+                if not isinstance(op, memref.LoadOp | tmgpu.LoadCgOp):
+                    counts[("store", buffer.index)] += 1
         elif isinstance(op, scf.ForOp):
             trips = 1 if grid_stride_blocks(op) else trip_count(op, kernel)
             for key, n in block_counts(op.body.block, kernel).items():
@@ -112,12 +118,30 @@ def block_counts(block: Block, kernel: str) -> Counts:
         elif isinstance(op, scf.IfOp):
             branches = [block_counts(b, kernel) for region in (op.true_region, op.false_region)
                         for b in region.blocks]
+            weights = branch_weights(op)
             for key in {k for branch in branches for k in branch}:
-                counts[key] += max(branch[key] for branch in branches)
+                if weights is None:
+                    counts[key] += max(branch[key] for branch in branches)
+                else:  # the expected count: each branch as often as it is taken
+                    counts[key] += sum(Fraction(w, sum(weights)) * branch[key]
+                                       for w, branch in zip(weights, branches))
         elif op.regions:
             raise CostError(f"kernel @{kernel}: the cost report cannot count inside '{op.name}'"
                             " (only scf.for and scf.if)")
     return counts
+
+
+def branch_weights(op: scf.IfOp) -> tuple[int, int] | None:
+    """How often the then and else branches of `op` are taken, relative to each other (its
+    `BRANCH_WEIGHTS` attribute: split-K's ``if last block`` is taken by 1 block of S), or
+    None when unknown (then the larger branch counts)."""
+    attr = op.attributes.get(BRANCH_WEIGHTS)
+    if not isinstance(attr, DenseArrayBase):
+        return None
+    weights = tuple(int(w) for w in attr.get_values())
+    if len(weights) != 2 or min(weights) < 0 or not sum(weights):
+        return None
+    return weights[0], weights[1]
 
 
 def block_flops(block: Block, kernel: str) -> int:
@@ -247,6 +271,6 @@ def moved_bytes(args: tuple[SSAValue, ...], accesses: dict[int, int], threads: i
     executed: Counter[SSAValue] = Counter()
     for index, per_thread in accesses.items():
         executed[root_buffer(args[index])] += per_thread * threads
-    return sum(min(buffer_bytes(buffer), n * element_bytes(buffer))
+    return sum(min(buffer_bytes(buffer), round(n * element_bytes(buffer)))
                for buffer, n in executed.items())
 

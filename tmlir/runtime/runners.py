@@ -7,6 +7,8 @@ sequence, captured on the first run and replayed after.
 
 - `EmuRunner` executes the CUDA C on the CPU (emu backend); its device memory is host
   memory, so its arrays are numpy arrays.
+- Both give every ``zeroed`` buffer (a kernel's counters, see ``tmlir.ir.kernel_ops``)
+  memory of its own outside the arena, zeroed once and kept: each launch leaves it zero.
 - `CudaRunner` executes on GPU 0 on a stream of its own. Inputs are copied into input slots
   at fixed device addresses (from host arrays, or device to device from CUDA arrays), so
   the captured graph stays valid; outputs are copied out of output slots, to the host or to
@@ -92,7 +94,8 @@ class EmuRunner:
 
     def _workspace(self) -> tuple[np.ndarray, list[np.ndarray | None]]:
         """A fresh arena and the slot of every buffer in it (weights shared, inputs and
-        outputs None: given per run)."""
+        outputs None: given per run; zeroed buffers, a kernel's counters, zeros of their own,
+        kept with the arena: each launch leaves them zero for the next)."""
         arena = aligned(np.empty(self.plan.arena_bytes, np.uint8))
         if self.fill is not None:
             arena.fill(self.fill)
@@ -102,8 +105,8 @@ class EmuRunner:
                 slots.append(self.weight_slots[i])
             elif i in self.plan.offsets:
                 slots.append(_host_view(arena, self.plan.offsets[i], buf.shape, buf.dtype))
-            elif buf.kind == "temp":  # used by no launch
-                slots.append(np.zeros(buf.shape, buf.dtype))
+            elif buf.kind in ("temp", "zeroed"):  # a temp used by no launch, or counters
+                slots.append(aligned(np.zeros(buf.shape, buf.dtype)))
             else:
                 slots.append(None)
         return arena, slots
@@ -147,6 +150,11 @@ class EmuRunner:
             workspace = self._workspace()
         try:
             yield workspace
+        except BaseException:  # a launch stopped halfway may leave a kernel's counters set
+            for i, buf in enumerate(self.program.buffers):
+                if buf.kind == "zeroed":
+                    workspace[1][i][...] = 0  # type: ignore[index]
+            raise
         finally:
             with self._lock:
                 self._free.append(workspace)
@@ -208,9 +216,9 @@ class CudaRunner:
                                                    buf.shape))
             elif i in plan.offsets:
                 self.slots.append(self.arena.view(plan.offsets[i], buf.shape, buf.dtype))
-            else:  # inputs, outputs, and temps no launch uses: memory of their own
+            else:  # inputs, outputs, temps no launch uses, zeroed counters: memory of their own
                 slot = DeviceBuffer(buf.shape, buf.dtype)
-                slot.fill_zero(stream)
+                slot.fill_zero(stream)  # once: each launch leaves counters zero, graph replays too
                 self.slots.append(slot)
         self.args = [[self.slots[i] for i in launch.args] for launch in program.launches]
         self.outputs = [(i, buf) for i, buf in enumerate(program.buffers) if buf.kind == "output"]

@@ -207,6 +207,14 @@ class TunableKernel:
         """(blocks, threads per block) of the kernel for `params`."""
         return params.blocks(self.gemm), params.threads
 
+    def scratch(self, params: TemplateParams) -> list[tuple[str, tuple[int, ...], np.dtype]]:
+        """(kind, shape, dtype) of each scratch argument the kernel for `params` takes after
+        its tensors (a split-K workspace, then counters that must start at zero)."""
+        if not isinstance(params, MatmulTcParams):
+            return []
+        return [(kind, tuple(t.get_shape()), dtypes.of_ir(t.element_type).numpy)
+                for kind, t in params.scratch(self.gemm)]
+
 
 def matmul_candidates(problem: MatmulProblem) -> list[Candidate]:
     """The valid candidates of a matmul `problem`; the default one is marked."""
