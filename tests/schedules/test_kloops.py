@@ -67,3 +67,13 @@ def test_tensor_core_k_loop_keeps_stages_minus_one_steps_in_flight() -> None:
     assert loop.tensor_flops == 2 * 128 * 128 * 32
     assert loop.tile_bytes == (128 + 128) * 32 * 2
     assert register_estimate("matmul_tc", header) == params.register_estimate()
+
+
+def test_split_k_register_estimate_counts_the_other_partials() -> None:
+    header = {"M": 128, "N": 768, "K": 3072, "block_m": 64, "block_n": 64, "block_k": 32, "threads": 128,
+              "warps": "2x2", "stages": 3, "dtype": "f16"}
+    one = register_estimate("matmul_tc", header)
+    four = register_estimate("matmul_tc", {**header, "split_k": 4})
+    assert one is not None and four is not None
+    assert four - one == 3 * 4 * 2 * 4  # three more 64x64 / 4 warps partial tiles per thread
+    assert register_estimate("matmul_tc", {**header, "split_k": 8, "block_n": 128}) == 255

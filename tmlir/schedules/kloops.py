@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
+from tmlir.gpu_limits import MAX_REGISTERS_PER_THREAD
 from tmlir.latency import KLoop
 
 FLOAT_BYTES = 4
@@ -131,16 +132,21 @@ def register_estimate(template: str, params: Params) -> int | None:
     GEMM's accumulators, two fragment stages, prefetched elements and ~24 for addresses (as
     `MatmulSimtParams.register_estimate`), the tensor-core engine's accumulators, one k
     slice of fragments and ~40 (as `MatmulTcParams.register_estimate`); None for other
-    templates."""
+    templates. A split-K kernel's last block holds the other ``split_k - 1`` partial sums
+    in registers as well (ptxas hoists their loads: 86 registers at S = 1, 246 at S = 4 for
+    a 64x64 tensor-core tile on sm_90), up to the 255 a thread has."""
     if template not in KLOOPS:
         return None
     try:
+        split = int(params.get("split_k", 1))
         if template in ("matmul_tc", "conv2d_tc"):
             warps_m, warps_n = _pair(params["warps"])
             mm, mn = int(params["block_m"]) // warps_m // 16, int(params["block_n"]) // warps_n // 8
-            return 4 * mm * mn + 4 * mm + 2 * mn + 40
-        tm, tn, threads = int(params["thread_m"]), int(params["thread_n"]), int(params["threads"])
-        prefetch = (int(params["block_m"]) + int(params["block_n"])) * int(params["block_k"]) // threads
+            acc, base = 4 * mm * mn, 4 * mm + 2 * mn + 40
+        else:
+            tm, tn, threads = int(params["thread_m"]), int(params["thread_n"]), int(params["threads"])
+            prefetch = (int(params["block_m"]) + int(params["block_n"])) * int(params["block_k"]) // threads
+            acc, base = tm * tn, 2 * (tm + tn) + prefetch + 24
     except (KeyError, ValueError):
         return None
-    return tm * tn + 2 * (tm + tn) + prefetch + 24
+    return min(MAX_REGISTERS_PER_THREAD, acc * split + base)

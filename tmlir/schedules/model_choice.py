@@ -72,11 +72,15 @@ def candidate_launch(template: str, problem: MatmulProblem | Conv2dProblem, para
     values = header(template, problem, params, element)
     loop = kloop(template, values)
     blocks = params.blocks(gemm)
-    padded = 2 * blocks * values["block_m"] * values["block_n"] * gemm.k  # type: ignore[operator]
+    split = int(values.get("split_k", 1))
+    tile = int(values["block_m"]) * int(values["block_n"])
+    padded = 2 * (blocks // split) * tile * gemm.k
     shared = params.shared_bytes(gemm) if not template.endswith("_tc") else _tc_shared(params, gemm, element)
     tensor = {element: padded} if template.endswith("_tc") else None
+    # split-K: every block writes its partial tile; the last of each tile reads the others
+    workspace = (2 * split - 1) * (blocks // split) * tile * 4 if split > 1 else 0
     return Launch(blocks, params.threads, register_estimate(template, values) or 32, shared,
-                  0 if tensor else padded, _compulsory_bytes(problem, element), tensor, loop)
+                  0 if tensor else padded, _compulsory_bytes(problem, element) + workspace, tensor, loop)
 
 
 def _tc_shared(params: Any, gemm: MatmulProblem, element: str) -> int:
