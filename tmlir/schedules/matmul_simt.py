@@ -157,6 +157,17 @@ class MatmulSimtParams:
         return (self.thread_m * self.thread_n + 2 * (self.thread_m + self.thread_n)
                 + self.copies_per_thread() + 24 + (8 if self.stages > 1 else 0))
 
+    def copy_kinds(self, problem: MatmulProblem, im2col: bool = False) -> tuple[str, str]:
+        """How A and B travel (``copy_a``, ``copy_b`` of the kernel's header) when neither is
+        gathered (``simt_gemm.copy_kind``): ``ldg`` on the register path; in the pipeline
+        ``cp16`` for an operand contiguous along its outer dim with an extent that is a
+        multiple of 4 (never an implicit-GEMM convolution's `im2col` B), else ``cp4``."""
+        if self.stages == 1:
+            return "ldg", "ldg"
+        a = "cp16" if problem.transpose_lhs and problem.m % CHUNK == 0 else "cp4"
+        b = "cp16" if not problem.transpose_rhs and problem.n % CHUNK == 0 and not im2col else "cp4"
+        return a, b
+
     def describe(self) -> dict[str, int | str]:
         """Flat parameters for the kernel header, the CLI and reports."""
         return {
@@ -318,8 +329,7 @@ def _copies_even(P: MatmulSimtParams, p: MatmulProblem) -> bool:
     of 8 k for a k-contiguous operand."""
     if P.stages == 1:
         return (P.block_m * P.block_k) % P.threads == 0 and (P.block_n * P.block_k) % P.threads == 0
-    a_kind = "cp16" if p.transpose_lhs and p.m % CHUNK == 0 else "cp4"
-    b_kind = "cp16" if not p.transpose_rhs and p.n % CHUNK == 0 else "cp4"
+    a_kind, b_kind = P.copy_kinds(p)  # a gathered or element-wise copy needs no more than these
     return all(pipeline_copy_mapping(kind, k_major, outer, P.block_k, P.threads) is not None
                for kind, k_major, outer in ((a_kind, not p.transpose_lhs, P.block_m),
                                             (b_kind, p.transpose_rhs, P.block_n)))

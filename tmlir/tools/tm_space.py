@@ -121,7 +121,7 @@ def rows(args: argparse.Namespace) -> list[dict]:
 
 COLUMNS = ("index", "block_m", "block_n", "block_k", "stages", "threads", "block_warps", "warp_outer",
            "lanes", "thread_inner", "registers", "spill_bytes", "shared_bytes", "default")
-TC_COLUMNS = ("index", "block_m", "block_n", "block_k", "warps", "stages", "threads", "registers",
+TC_COLUMNS = ("index", "block_m", "block_n", "block_k", "warps", "stages", "split_k", "threads", "registers",
               "spill_bytes", "shared_bytes", "default")
 
 
