@@ -21,7 +21,8 @@ For every ``tmgpu.launch`` of the host function (in order):
 * **Tensor cores.** A ``tmgpu.mma`` counts its share of the warp's ``2 M N K`` FLOPs
   (m16n8k16: 128 per thread; m16n8k8: 64) into ``flops`` and into ``tensor_flops``, and a
   ``tmgpu.cp_async`` from a kernel argument is a read of that buffer (its bytes, in the
-  buffer's elements) like a ``memref.load``. ``ldmatrix`` reads shared memory: no global
+  buffer's elements) like a ``memref.load``; so is a ``tmgpu.load_vector`` (its width in
+  elements). ``ldmatrix`` reads shared memory: no global
   bytes.
 * **Roofline time on an H100 SXM5**: ``max(simt_flops / PEAK_FP32_FLOPS + tensor_flops /
   PEAK_TENSOR_FLOPS[dtype], bytes / PEAK_HBM_BYTES_PER_S)``, compute-bound when the
@@ -230,6 +231,10 @@ def block_counts(block: Block, kernel: str) -> Counts:
             source = op.src
             if isinstance(source, BlockArgument) and isinstance(source.owner.parent_op(), tmgpu.KernelOp):
                 counts[("load", source.index)] += op.bytes.data // element_bytes(source)
+        elif isinstance(op, tmgpu.LoadVectorOp):  # `width` elements in one access
+            buffer = op.memref
+            if isinstance(buffer, BlockArgument) and isinstance(buffer.owner.parent_op(), tmgpu.KernelOp):
+                counts[("load", buffer.index)] += op.width
         elif isinstance(op, memref.LoadOp | memref.StoreOp):
             buffer = op.memref
             if isinstance(buffer, BlockArgument) and isinstance(buffer.owner.parent_op(),

@@ -1,4 +1,5 @@
-"""Buffers and their accesses: ``tm.alloc`` by scope, the guarded ``tm.load`` and ``tm.store``."""
+"""Buffers and their accesses: ``tm.alloc`` by scope, the guarded ``tm.load`` and ``tm.store``,
+and ``tm.load_vector`` (several consecutive elements of a global buffer in one access)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from xdsl.irdl import (
     opt_prop_def,
     prop_def,
     result_def,
+    traits_def,
     var_operand_def,
 )
 from xdsl.parser import Parser
@@ -30,6 +32,7 @@ from tmlir.dialects.tm.attributes import (
 )
 from tmlir.dialects.tm.kernel import KernelOp
 from tmlir.ir.kernel_ops import (
+    InsideKernel,
     enclosing,
     memref_shape,
 )
@@ -38,10 +41,11 @@ from tmlir.ir.syntax import (
     parse_access,
     print_access,
 )
+from tmlir.ir.vector_ops import LoadVectorOpBase
 from tmlir.layout import DataLayout, parse_layout_expr
 
 __all__ = [
-    "SCOPES", "AllocOp", "GuardedAccess", "LoadOp", "StoreOp",
+    "SCOPES", "AllocOp", "GuardedAccess", "LoadOp", "LoadVectorOp", "StoreOp",
 ]
 
 
@@ -243,3 +247,17 @@ class StoreOp(GuardedAccess):
             properties={"guard": guard},
             attributes=attrs,
         )
+
+
+@irdl_op_definition
+class LoadVectorOp(LoadVectorOpBase):
+    """``%v0, %v1, %v2, %v3 = tm.load_vector x4 %A[%i, %k] guard [0] : memref<...>``: four
+    consecutive elements of a global buffer in one access, all 0 where a guarded index (not
+    the last) is out of range (see tmlir.ir.vector_ops)."""
+
+    name = "tm.load_vector"
+    traits = traits_def(InsideKernel(KernelOp))
+
+    @classmethod
+    def kernel_type(cls) -> type[KernelOp]:
+        return KernelOp
