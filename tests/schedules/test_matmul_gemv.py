@@ -160,7 +160,7 @@ def test_space_constraints():
     ((1, 4096, 4096), "nk", MatmulGemvParams(8, 4, 4, 8)),  # 512 blocks, 8 k-steps
     ((1, 768, 768), "nk", MatmulGemvParams(8, 4, 1, 2)),  # 4 warps per column: 384 blocks
     ((16, 4096, 4096), "nk", MatmulGemvParams(8, 4, 2, 8)),  # 16 rows: unroll 2 (registers)
-    ((1, 4096, 4096), "kn", MatmulGemvParams(8, 4, 8, 16)),  # 256 blocks
+    ((1, 4096, 4096), "kn", MatmulGemvParams(16, 4, 8, 16)),  # 256 blocks of 16 warps: 1024 threads per SM
     ((1, 1000, 2048), "kn", MatmulGemvParams(16, 4, 8, 8)),  # 125 blocks: 16 warps each
     ((1, 1001, 4096), "kn", MatmulGemvParams(16, 1, 8, 8)),  # N % 4 != 0: scalars
     ((1, 1001, 64), "kn", MatmulGemvParams(16, 1, 1, 8)),  # 64 threads split K = 64: unroll 1

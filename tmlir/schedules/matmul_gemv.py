@@ -75,6 +75,8 @@ from tmlir.schedules.space import Constraint, Param, Space
 
 #: The most folded rows (batch x M) the template takes.
 MAX_ROWS = 16
+#: 32-bit registers of one SM (every GPU from sm_70 on): a block must fit them.
+REGISTERS_PER_SM = 64 * 1024
 FLOAT_BYTES = 4
 
 
@@ -177,11 +179,12 @@ class MatmulGemvParams:
         the most of 8, 4, 2, 1 (fewer warps per column) that still gives two blocks per SM
         of the reference GPU, else 1; kn, the widest of 128, 64, 32, 16, 8 (two threads of
         vectors at least) that gives every SM a block, else the narrowest. Then the most
-        warps (8; 16 when there are fewer blocks than SMs: bigger blocks are the only way
-        to more bytes in flight then) and, for them, the largest unroll (nk: 4, 2, 1; kn:
-        8, 4, 2, 1) whose k-step fits in K and whose register estimate stays within 128
-        (two such blocks per SM). A K too short for any of those: the fewest warps, unroll
-        1."""
+        warps (8; 16 when there are fewer blocks than SMs for nk, fewer than four per SM
+        for kn, whose 8-warp blocks would leave an SM under 1024 threads: bigger blocks
+        are the way to more bytes in flight then) and, for them, the largest unroll (nk:
+        4, 2, 1; kn: 8, 4, 2, 1) whose k-step fits in K and whose register estimate stays
+        within 128 (two such blocks per SM). A K too short for any of those: the fewest
+        warps, unroll 1."""
         nk = layout_of(problem) == "nk"
         vector = 4 if (problem.k if nk else problem.n) % 4 == 0 else 1
         if nk:
@@ -189,7 +192,8 @@ class MatmulGemvParams:
         else:
             tiles = [w for w in (128, 64, 32, 16, 8) if w >= 2 * vector]
             block_n = next((w for w in tiles if math.ceil(problem.n / w) >= REFERENCE_SMS), tiles[-1])
-        most = 16 if math.ceil(problem.n / block_n) < REFERENCE_SMS else 8
+        blocks = math.ceil(problem.n / block_n)
+        most = 16 if blocks < (REFERENCE_SMS if nk else 4 * REFERENCE_SMS) else 8
         for warps in (w for w in (16, 8, 4, 2, 1) if w <= most):
             for unroll in (4, 2, 1) if nk else (8, 4, 2, 1):
                 candidate = cls(warps, vector, unroll, block_n)
@@ -494,5 +498,7 @@ MATMUL_GEMV_SPACE: Space[MatmulGemvParams] = Space(
                    lambda P, p: P.shared_bytes(p) <= MAX_STATIC_SHARED_BYTES),
         Constraint("registers <= 255 (estimate)",
                    lambda P, p: P.register_estimate(p) <= MAX_REGISTERS_PER_THREAD),
+        Constraint("a block's registers fit an SM (estimate)",
+                   lambda P, p: P.register_estimate(p) * P.threads <= REGISTERS_PER_SM),
     ],
 )
