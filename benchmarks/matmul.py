@@ -23,6 +23,15 @@ count, how many spill, from ``ptxas -v`` for --arch), the default candidate's re
 shared memory and spills, and the emu run time and error of the default candidate at
 --emu-sizes (default 128 256). Writes benchmarks/results/matmul_cpu.json (or --out).
 
+With ``--compile-only`` it compiles, for each shape, every candidate to PTX for --arch
+exactly as the GPU benchmark loads them (the same chunks, so a later GPU run finds them in
+tmlir's cache) and writes each candidate's cost-report figures (roofline and, from the
+latency model, estimated time for --gpu): the GPU suite's preparation and dry run.
+
+On a GPU every timed candidate is kept, compactly (``timings``: a column list and one row
+per candidate: index, median ms, the latency model's estimated ms for --gpu, roofline ms,
+parameters), for calibrating the latency model.
+
 Every result file records the machine, the date and the versions.
 """
 
@@ -36,9 +45,10 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,6 +56,9 @@ from tmlir.backends.cuda_c import CudaProgram
 from tmlir.schedules.matmul_simt import MatmulProblem
 from tmlir.tuning import Candidate, TunableKernel, candidate_program, ptxas_report, tune
 from tmlir.tuning.measure import candidate_inputs
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
 
 #: The template each --dtype times.
 TEMPLATES = {"f32": "matmul_simt", "f16": "matmul_tc", "bf16": "matmul_tc"}
@@ -82,7 +95,7 @@ def versions(*packages: str) -> dict[str, str]:
 def header(benchmark: str) -> dict:
     return {
         "benchmark": benchmark,
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                     "python": platform.python_version()},
         "versions": versions("xdsl", "onnx", "numpy", "nvidia-cuda-nvrtc", "cuda-python",
@@ -129,7 +142,7 @@ def tunable(shape: Shape, dtype: str) -> TunableKernel:
 
 
 def gpu_benchmark(shapes: list[Shape], do_tune: bool, jobs: int, min_seconds: float = 0.2,
-                  dtype: str = "f32") -> dict:
+                  dtype: str = "f32", gpu: str = "H200") -> dict:
     import torch
 
     from tmlir.backends.cuda_runtime import CudaModule, DeviceBuffer, device_arch
@@ -148,7 +161,7 @@ def gpu_benchmark(shapes: list[Shape], do_tune: bool, jobs: int, min_seconds: fl
         candidates = kernel.candidates()
         default = next(c for c in candidates if c.default)
         to_time = candidates if do_tune else [default]
-        modules = _load_candidates(kernel, to_time, arch, jobs, compile_ptx, CudaModule)
+        modules, costs = _load_candidates(kernel, to_time, arch, jobs, compile_ptx, CudaModule, gpu)
         a, b, (out_shape, out_dtype) = candidate_inputs(kernel)
         torch_dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[dtype]
         ta = torch.from_numpy(a.astype(np.float32)).cuda().to(torch_dtype)
@@ -176,13 +189,14 @@ def gpu_benchmark(shapes: list[Shape], do_tune: bool, jobs: int, min_seconds: fl
         flops = 2.0 * m * n * k
         entry = {
             **describe((m, n, k)), "candidates": len(candidates), "timed": len(to_time),
-            "default": {"params": default.params.describe(), "ms": times[default.index] * 1e3},
-            "tuned": {"params": best.params.describe(), "ms": times[best.index] * 1e3},
+            "default": {"index": default.index, "params": default.params.describe(), "ms": times[default.index] * 1e3},
+            "tuned": {"index": best.index, "params": best.params.describe(), "ms": times[best.index] * 1e3},
             "torch_ms": t_torch * 1e3,
             "tflops": {"default": flops / times[default.index] / 1e12,
                        "tuned": flops / times[best.index] / 1e12, "torch": flops / t_torch / 1e12},
             "ratio_default_over_torch": times[default.index] / t_torch,
             "ratio_tuned_over_torch": times[best.index] / t_torch,
+            "estimates_for": gpu, "timings": candidate_table(to_time, costs, times),
         }
         result["sizes"].append(entry)
         print(f"{entry['shape']}: default {entry['default']['ms']:.3f} ms, tuned {entry['tuned']['ms']:.3f} ms"
@@ -194,22 +208,132 @@ def gpu_benchmark(shapes: list[Shape], do_tune: bool, jobs: int, min_seconds: fl
     return result
 
 
-def _load_candidates(kernel, candidates, arch, jobs, compile_ptx, CudaModule):
-    """Compile the candidates in chunks (NVRTC, in parallel) and load each chunk."""
+#: Candidates per chunk: one program, one PTX, one module each (a fixed size, so that a
+#: compile with any number of jobs finds the PTX another compiled).
+CHUNK = 16
+
+
+def candidate_chunks(candidates: list[Candidate]) -> list[list[Candidate]]:
+    """The chunks the candidates are compiled in, `CHUNK` each."""
+    return [candidates[i:i + CHUNK] for i in range(0, len(candidates), CHUNK)]
+
+
+def _load_candidates(kernel, candidates, arch, jobs, compile_ptx, CudaModule, gpu):
+    """Compile the candidates in chunks (NVRTC, in parallel) and load each chunk; also the
+    cost report's figures of each candidate (`candidate_costs`)."""
     from concurrent.futures import ProcessPoolExecutor
 
     problem = kernel.problem
-    size = max(1, min(16, math.ceil(len(candidates) / max(1, jobs))))
-    chunks = [candidates[i:i + size] for i in range(0, len(candidates), size)]
+    chunks = candidate_chunks(candidates)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        programs = list(pool.map(candidate_program, [kernel] * len(chunks), chunks))
-        ptxs = list(pool.map(compile_ptx, [p.source for p in programs], [arch] * len(chunks)))
-    modules = {}
-    for chunk, program, ptx in zip(chunks, programs, ptxs):
+        lowered = list(pool.map(lower_chunk, [kernel] * len(chunks), chunks, [gpu] * len(chunks)))
+        ptxs = list(pool.map(compile_ptx, [p.source for p, _ in lowered], [arch] * len(chunks)))
+    modules, costs = {}, {}
+    for chunk, (program, chunk_costs), ptx in zip(chunks, lowered, ptxs):
         module = CudaModule(ptx, [k.signature for k in program.kernels])
+        costs.update(chunk_costs)
         for c in chunk:
             modules[c.index] = (module, c.params.blocks(problem), c.params.threads)
-    return modules
+    return modules, costs
+
+
+def lower_chunk(kernel: TunableKernel, chunk: list[Candidate], gpu: str
+                ) -> tuple[CudaProgram, dict[int, dict[str, float | None]]]:
+    """A chunk's program (as `candidate_program` makes it) and each candidate's cost-report
+    figures (`candidate_costs`), from one lowering."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from tmlir.backends.cuda_c import emit_cuda
+    from tmlir.passes.lower_to_cuda import LowerToCuda
+    from tmlir.registry import make_context
+
+    module = ModuleOp([kernel.kernel(c.kernel_name, c.params) for c in chunk])
+    LowerToCuda().apply(make_context(), module)
+    program = emit_cuda(module)
+    return program, candidate_costs(module, kernel, chunk, gpu)
+
+
+def candidate_costs(module: ModuleOp, kernel: TunableKernel, chunk: list[Candidate], gpu: str
+                    ) -> dict[int, dict[str, float | None]]:
+    """Each candidate's roofline and estimated seconds on `gpu` from the cost report of
+    `module` (the chunk's lowered kernels, no launch), to which a host function launching
+    each candidate once is added. Registers are the template's estimate, as the tuner's
+    model-ordered space has them (`tmlir.schedules.model_choice`)."""
+    from xdsl.dialects import func
+
+    from tmlir.backends import cost
+    from tmlir.dialects import tmgpu
+
+    kernels = {op.sym_name.data: op for op in module.ops if isinstance(op, tmgpu.KernelOp)}
+    for c in chunk:
+        types = [arg.type for arg in kernels[c.kernel_name].body.block.args]
+        host = func.FuncOp(f"launch_{c.kernel_name}", (types, []))
+        blocks, threads = kernel.launch_shape(c.params)
+        host.body.block.add_ops([tmgpu.LaunchOp(c.kernel_name, list(host.body.block.args), blocks, threads),
+                                 func.ReturnOp()])
+        module.body.block.add_op(host)
+    report = cost.cost_report(module, gpu)
+    if len(report.launches) != len(chunk):
+        raise AssertionError(f"{len(chunk)} candidates but {len(report.launches)} launches in their cost report")
+    return {c.index: {"roofline": launch.seconds, "estimate": launch.estimate_seconds}
+            for c, launch in zip(chunk, report.launches)}
+
+
+def candidate_table(candidates: list[Candidate], costs: dict[int, dict[str, float | None]],
+                    times: dict[int, float] | None = None) -> dict[str, Any]:
+    """The candidates compactly: column names and one row per candidate (index, median ms
+    when timed -- null when it was wrong --, estimated and roofline ms, then its
+    parameters)."""
+    names: list[str] = []
+    for c in candidates:
+        names += [k for k in c.params.describe() if k not in names]
+
+    def ms(seconds: float | None) -> float | None:
+        return None if seconds is None or not math.isfinite(seconds) else float(f"{seconds * 1e3:.4g}")
+
+    columns = ["index", *(["ms"] if times is not None else []), "estimate_ms", "roofline_ms", *names]
+    rows = []
+    for c in candidates:
+        params = c.params.describe()
+        measured = [ms(times.get(c.index))] if times is not None else []
+        figures = costs.get(c.index, {})
+        rows.append([c.index, *measured, ms(figures.get("estimate")), ms(figures.get("roofline")),
+                     *(params.get(k) for k in names)])
+    return {"columns": columns, "rows": rows}
+
+
+def compile_only(shapes: list[Shape], arch: str, jobs: int, dtype: str, gpu: str) -> dict:
+    """Every candidate of each shape compiled to PTX for `arch` in the GPU benchmark's
+    chunks (into tmlir's cache), with its cost-report figures; no GPU needed."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from tmlir.backends.ptx import compile_ptx, ptx_kernel_names
+
+    result = {**header("matmul_compile"), "arch": arch, "dtype": dtype, "template": TEMPLATES[dtype],
+              "estimates_for": gpu, "sizes": []}
+    for shape in shapes:
+        kernel = tunable(shape, dtype)
+        candidates = kernel.candidates()
+        default = next(c for c in candidates if c.default)
+        chunks = candidate_chunks(candidates)
+        start = time.perf_counter()
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            lowered = list(pool.map(lower_chunk, [kernel] * len(chunks), chunks, [gpu] * len(chunks)))
+            ptxs = list(pool.map(compile_ptx, [p.source for p, _ in lowered], [arch] * len(chunks)))
+        seconds = time.perf_counter() - start
+        costs = {}
+        for chunk, (_, chunk_costs), ptx in zip(chunks, lowered, ptxs):
+            costs.update(chunk_costs)
+            if sorted(ptx_kernel_names(ptx)) != sorted(c.kernel_name for c in chunk):
+                raise SystemExit(f"matmul: the PTX of a chunk of {describe(shape)['shape']} lacks kernels")
+        entry = {**describe(shape), "candidates": len(candidates), "compiled": len(candidates),
+                 "default": {"index": default.index, "params": default.params.describe(),
+                             **{f"{k}_ms": v * 1e3 if v is not None else None for k, v in costs[default.index].items()}},
+                 "ptx_seconds": round(seconds, 2), "ptx_bytes": sum(len(p) for p in ptxs),
+                 "estimates": candidate_table(candidates, costs)}
+        result["sizes"].append(entry)
+        print(f"{entry['shape']}: {len(candidates)} candidates compiled to {arch} PTX in {seconds:.1f} s")
+    return result
 
 
 # ----------------------------------------------------------------------------- CPU
@@ -276,6 +400,9 @@ def main() -> None:
                         help="GPU: least time spent timing each candidate (default 0.2)")
     parser.add_argument("--dtype", choices=sorted(TEMPLATES), default="f32",
                         help="f32: the SIMT template (TF32 off); f16/bf16: the tensor-core template")
+    parser.add_argument("--compile-only", action="store_true",
+                        help="compile every candidate to --arch PTX as the GPU run loads them; time nothing")
+    parser.add_argument("--gpu", default="H200", help="the latency model's GPU for the estimates (default H200)")
     parser.add_argument("--out", type=Path, help="result file (default: results/matmul_<gpu|cpu>[_DTYPE].json)")
     args = parser.parse_args()
     shapes = args.shapes or [(n, n, n) for n in args.sizes]
@@ -283,9 +410,13 @@ def main() -> None:
 
     from tmlir.backends.cuda_runtime import cuda_available
 
-    if not args.cpu and cuda_available():
+    if args.compile_only:
+        write(f"matmul_compile{suffix}.json", compile_only(shapes, args.arch, args.jobs, args.dtype, args.gpu),
+              args.out)
+    elif not args.cpu and cuda_available():
         write(f"matmul_gpu{suffix}.json",
-              gpu_benchmark(shapes, not args.no_tune, args.jobs, args.min_seconds, args.dtype), args.out)
+              gpu_benchmark(shapes, not args.no_tune, args.jobs, args.min_seconds, args.dtype, args.gpu),
+              args.out)
     else:
         write(f"matmul_cpu{suffix}.json", cpu_benchmark(shapes, args.emu_sizes, args.arch, args.jobs, args.dtype),
               args.out)

@@ -20,6 +20,8 @@ ROOT = Path(tmlir.__file__).resolve().parent
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("tmlir.dtypes", "tmlir.mapping", "tmlir.gpu_limits", "tmlir.env", "tmlir.__version__"),
+    ("tmlir.gpus",),  # the GPUs' datasheet figures and per-SM limits
+    ("tmlir.latency",),  # the latency model: a launch's estimated time on a GPU
     ("tmlir.plugins",),  # what plugins added; the registries above read it
     ("tmlir.progress",),
     ("tmlir.layout",),  # its grammar builds on the task mappings'

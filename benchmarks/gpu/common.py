@@ -1,21 +1,18 @@
-"""What the GPU suite's processes share: the GPU lock, result files, latency timing.
+"""What the GPU suite's processes share: result files, paths in them, latency timing.
 
-Several processes of one suite run at once (the tests or the matmul benchmark in one, a
-model's compile in another); every section that times the GPU, or runs long on it, holds
-`gpu_lock` so that no two of them overlap. Result files are written whole or not at all
-(`write_json`), so a process killed at its deadline leaves its last complete result.
+Result files are written whole or not at all (`write_json`), so a process killed at its
+deadline leaves its last complete result. Paths in results name files relative to the
+repository (`repo_path`), never as this machine spells them.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import math
 import os
 import statistics
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,19 +22,21 @@ DRY_RUN_SKIP = "dry-run: skipped (no GPU)"
 BUDGET_SKIP = "skipped: budget"
 
 
-@contextmanager
-def gpu_lock(path: Path | None) -> Iterator[None]:
-    """Hold the suite's GPU lock (an flock on `path`; nothing when `path` is None)."""
-    if path is None:
-        yield
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def repo_path(path: str | Path, out: Path | None = None) -> str:
+    """`path` as results record it: relative to the repository when inside it, as
+    ``$OUT/...`` when inside the results folder `out`, else its file name alone."""
+    path = Path(path)
+    if not path.is_absolute():
+        return str(path)
+    for base, prefix in ((out, "$OUT"), (ROOT, None)):
+        for spelled in (Path(os.path.abspath(path)), path.resolve()):  # as given, then without links
+            if base is not None and spelled.is_relative_to(base.resolve()):
+                relative = spelled.relative_to(base.resolve())
+                return f"{prefix}/{relative}" if prefix else str(relative)
+    return path.name
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -282,12 +282,12 @@ def test_roofline_time_and_bound() -> None:
 def test_table_and_json() -> None:
     cost = report(ALIAS)
     lines = format_table(cost).splitlines()
-    assert lines[0].startswith("# roofline on H100 SXM5: 67 TFLOP/s FP32, 989.4 f16/bf16 and 494.7 tf32 on tensor "
-                               "cores, 3.35 TB/s HBM3")
+    assert lines[0].startswith("# H100: 132 SMs, 67 TFLOP/s FP32, 989.4 f16/bf16 and 494.7 tf32 on tensor "
+                               "cores, 3.35 TB/s HBM")
     assert lines[1].split() == ["kernel", "template", "grid", "x", "block", "MFLOP", "KiB", "read",
-                                "KiB", "written", "roofline", "µs", "bound"]
+                                "KiB", "written", "roofline", "µs", "bound", "estimate", "µs", "limit"]
     assert lines[2].split() == ["alias", "hand-written", "1", "x", "16", "0.000", "0.06", "0.06",
-                                "0.000", "memory"]
+                                "0.000", "memory", "2.800", "latency"]
     assert len(lines) == 5
     assert lines[4].startswith("total: 2 launches, 1 kernel, 0.000 MFLOP, 0.19 KiB read, "
                                "0.12 KiB written, ")
@@ -296,7 +296,27 @@ def test_table_and_json() -> None:
     assert (data["bytes_read"], data["bytes_written"]) == (192, 128)
     assert data["per_launch"][1]["bytes_read"] == 128
     assert data["roofline_us"] == pytest.approx(cost.seconds * 1e6)
+    assert data["estimate_us"] == pytest.approx(cost.estimate_seconds * 1e6) == pytest.approx(5.6)
+    assert data["per_launch"][0]["estimate_us"] == pytest.approx(2.8)
+    assert "launch" not in data["per_launch"][0]
 
+
+def test_estimates_on_a_named_gpu() -> None:
+    """The same module on an H200: its HBM3e (4.8 TB/s) lowers the memory roofline; the
+    latency-bound estimates stay (one DRAM round trip and a launch each)."""
+    h100, h200 = report(LOOPS), cost_report(parse(LOOPS), "H200")
+    assert h200.gpu.name == "H200" and h100.gpu.name == "H100"
+    assert h200.seconds == pytest.approx(h100.seconds * 3.35 / 4.8)
+    assert h200.estimate_seconds == pytest.approx(h100.estimate_seconds)
+    assert h200.to_json()["device"] == "H200"
+    with pytest.raises(ValueError, match=r"unknown GPU 'X1' \(known: A100, H100, H200\)"):
+        cost_report(parse(LOOPS), "X1")
+
+
+def test_gpu_option() -> None:
+    assert CostTarget(gpu="h200").gpu == "h200"
+    with pytest.raises(CostError, match=r"-t cost: unknown GPU 'B300'"):
+        CostTarget(gpu="B300")
 
 def test_non_constant_loop_bound_is_an_error_naming_the_kernel() -> None:
     with pytest.raises(CostError, match=r"kernel @dynamic: the upper bound of an scf.for is not a constant"):
@@ -381,6 +401,35 @@ def test_lowered_matmul_counts_its_flops_and_compulsory_bytes() -> None:
     assert launch.bytes_read == (m * k + k * n) * 4
     assert launch.bytes_written == m * n * 4
     assert cost.kernels == 1
+
+
+def test_lowered_matmul_estimate_walks_its_k_loop() -> None:
+    """The SIMT matmul's header gives the latency model its k-loop: ceil(K / block_k) steps,
+    register prefetch (one step in flight); ptxas' registers replace the estimate."""
+    from tmlir.backends.cost import ptxas_registers
+    from tmlir.schedules.kloops import kloop
+
+    module = lowered_matmul_relu(64, 64, 256)
+    (launch,) = cost_report(module, "H200").launches
+    assert launch.launch is not None and launch.launch.loop is not None
+    params = launch.launch.loop
+    assert params == kloop("matmul_simt", _header(module))
+    assert params.steps == 256 // int(_header(module)["block_k"]) and params.depth == 1
+    assert launch.limit in ("latency", "issue")
+    # A handful of k-steps of ~0.5-0.8 us each plus a launch: microseconds, far above the roofline.
+    assert 2e-6 + params.steps * 0.4e-6 < launch.estimate_seconds < 2e-6 + (params.steps + 2) * 1e-6
+    assert launch.estimate_seconds > 10 * launch.seconds
+    registers = ptxas_registers(module, "sm_90")
+    (measured,) = cost_report(module, "H200", registers).launches
+    assert measured.registers == registers[launch.kernel] != 0
+
+
+def _header(module: ModuleOp) -> dict[str, int | str]:
+    from tmlir.backends.kernel_counts import header_params
+    from tmlir.dialects import tmgpu
+
+    (kernel,) = [op for op in module.ops if isinstance(op, tmgpu.KernelOp)]
+    return header_params(kernel)
 
 
 def _lowered_graph(text: str, arch: str = "sm_90") -> ModuleOp:

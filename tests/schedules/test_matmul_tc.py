@@ -180,7 +180,11 @@ def test_params_are_checked() -> None:
 def test_space_constraints() -> None:
     prob = problem(1024, 1024, 1024)
     candidates = MATMUL_TC_SPACE.candidates(prob)
-    assert 30 <= len(candidates) <= 60
+    unsplit = [p for p in candidates if p.split_k == 1]
+    assert 30 <= len(unsplit) <= 60
+    # 64 tiles of 128 x 128 split 2 or 3 ways (a 4th would not idle an SM), 128 x 64 2 ways
+    assert {(p.block_m * p.block_n, p.split_k) for p in candidates if p.split_k > 1} == {
+        (128 * 128, 2), (128 * 128, 3), (128 * 64, 2)}
     for p in candidates:
         assert p.shared_bytes() <= 48 * 1024 and p.register_estimate() <= 255
         assert 2 <= p.stages <= 4 and p.block_k % 16 == 0

@@ -141,3 +141,19 @@ def test_a_tf32_pin_is_checked_against_the_f32_space():
     single = matmul_of(Parser(make_context(), text.format(t="f32")).parse_module())
     with pytest.raises(OpError, match="breaks the constraint 'shared memory <= 48 KiB' of matmul_tc"):
         pinned_params(single)
+
+
+def test_split_k_is_pinned_like_any_tensor_core_parameter():
+    """A pin may split K; each split must walk 4 k-tiles, and the attribute text shows it."""
+    from tmlir.schedules.tc_gemm import MatmulTcParams
+
+    text = ("func.func @f(%a: tensor<64x512xf16>, %b: tensor<512x64xf16>) -> tensor<64x64xf32> {{\n"
+            "  %c = graph.matmul %a, %b {{schedule = {{block_m = 64, block_n = 64, block_k = 32, "
+            "split_k = {s}}}}} : (tensor<64x512xf16>, tensor<512x64xf16>) -> tensor<64x64xf32>\n"
+            "  func.return %c : tensor<64x64xf32>\n}}")
+    split = pinned_params(matmul_of(Parser(make_context(), text.format(s=4)).parse_module()))
+    assert split == MatmulTcParams(64, 64, 32, (2, 2), 3, 4)  # 16 k-tiles: 4 each
+    assert "stages = 3, split_k = 4}" in schedule_attr_text(split)
+    too_far = matmul_of(Parser(make_context(), text.format(s=6)).parse_module())
+    with pytest.raises(OpError, match="split_k=6 breaks the constraint 'each split walks >= 4 k-tiles'"):
+        pinned_params(too_far)

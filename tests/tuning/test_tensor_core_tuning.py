@@ -94,8 +94,11 @@ def test_a_dry_run_compiles_the_tensor_core_candidates_without_spills(tmp_path, 
 def test_tensor_core_params_round_trip_through_json():
     params = MatmulTcParams(64, 64, 16, (2, 2), 4)
     assert params_to_json(params) == {"block_m": 64, "block_n": 64, "block_k": 16, "warps": [2, 2],
-                                      "stages": 4}
+                                      "stages": 4, "split_k": 1}
     assert params_from_json(params_to_json(params), MatmulTcParams) == params
+    # A record written before split-K existed reads as no split.
+    old = {"block_m": 64, "block_n": 64, "block_k": 16, "warps": [2, 2], "stages": 4}
+    assert params_from_json(old, MatmulTcParams) == params
     with pytest.raises(ValueError, match="bad parameters .* for MatmulTcParams"):
         params_from_json(params_to_json(MatmulSimtParams()), MatmulTcParams)
 

@@ -1,82 +1,66 @@
-"""The ``cost`` target: FLOPs, global-memory bytes and a roofline time per kernel launch,
-read from gpu-level IR, no GPU needed.
+"""The ``cost`` target: FLOPs, global-memory bytes, a roofline time and an estimated time per
+kernel launch on a named GPU, read from gpu-level IR, no GPU needed.
 
-For every ``tmgpu.launch`` of the host function (in order):
+For every ``tmgpu.launch`` of the host function (in order), from what one thread executes
+(``kernel_counts.py``):
 
-* **FLOPs executed.** Every float arithmetic op of the kernel body counts 1: ``arith``'s
-  ``addf subf mulf divf remf negf maximumf minimumf maxnumf minnumf`` and every ``math.*``
-  op with a float result (``exp``, ``erf``, ``tanh``, ``log``, ``sqrt``, ``powf``, ...).
-  Comparisons, selects, casts and integer/index arithmetic do not count. Each op is
-  weighted by the trip counts of its enclosing ``scf.for`` loops, which must have constant
-  bounds (they do after ``lower-to-cuda``; unrolled loops too), and an ``scf.if`` counts
-  its larger branch; the per-thread count times grid x block threads is the launch's.
-  So it is an upper bound: threads a guard leaves idle, and padded tiles, count in full.
-* **Global bytes read and written.** A kernel argument the body reads (``memref.load``)
-  counts the buffer's bytes as read, one it writes (``memref.store``) as written: the
-  compulsory DRAM traffic if each buffer the kernel touches moves once. When the launch
-  executes fewer accesses of a buffer than it has elements (counted like FLOPs), it
-  counts those instead: a gather reading 128 rows of a 30522-row embedding table moves
-  128 rows, not the table. Arguments that are the same host buffer (through
-  ``tmgpu.view``) count once per launch. Both are upper bounds of the distinct bytes.
-* **Tensor cores.** A ``tmgpu.mma`` counts its share of the warp's ``2 M N K`` FLOPs
-  (m16n8k16: 128 per thread; m16n8k8: 64) into ``flops`` and into ``tensor_flops``, and a
-  ``tmgpu.cp_async`` from a kernel argument is a read of that buffer (its bytes, in the
-  buffer's elements) like a ``memref.load``; so is a ``tmgpu.load_vector`` (its width in
-  elements). ``ldmatrix`` reads shared memory: no global
-  bytes.
-* **Roofline time on an H100 SXM5**: ``max(simt_flops / PEAK_FP32_FLOPS + tensor_flops /
-  PEAK_TENSOR_FLOPS[dtype], bytes / PEAK_HBM_BYTES_PER_S)``, compute-bound when the
-  compute term is the larger. No launch overhead is added; the launch count is reported.
+* **FLOPs executed**: float arithmetic weighted by loop trip counts (the larger branch of an
+  ``scf.if``, or each as often as ``tm.branch_weights`` says), times the launch's threads; a ``tmgpu.mma`` counts its share of ``2 M N K``,
+  also as ``tensor_flops``. An upper bound: idle threads and padded tiles count in full.
+* **Global bytes read and written**: per kernel argument the body loads (or copies with
+  ``cp.async``) or stores, its buffer's bytes -- or the accesses executed, when fewer -- once
+  per distinct host buffer: the compulsory DRAM traffic.
+* **Roofline time** on the GPU (``gpu=``, default the H100 SXM5; ``tmlir.gpus``):
+  ``max(simt_flops / FP32 peak + tensor_flops / tensor peak, bytes / HBM bandwidth)``, bound
+  ``compute`` or ``memory``. No launch overhead.
+* **Estimated time** (``estimate``, and ``limit``: what sets it): the latency model of
+  ``tmlir.latency`` on the launch's grid, block, registers (ptxas' figure with ``ptxas=true``,
+  else the template's estimate), shared memory, counts and -- for a GEMM-like template -- its
+  k-loop (``tmlir.schedules.kloops``), including the launch's cost inside a CUDA graph.
 
-``tm-opt model.onnx -p lower-to-cuda -t cost`` prints a table, one row per launch, then
-the totals; ``-t 'cost{format=json}'`` prints :meth:`ModelCost.to_json` instead.
+``tm-opt model.onnx -p lower-to-cuda -t 'cost{gpu=H200}'`` prints a table, one row per launch,
+then the totals; ``-t 'cost{format=json gpu=H200}'`` prints :meth:`ModelCost.to_json`.
 """
 
 from __future__ import annotations
 
 import json
-import math
-from collections import Counter
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from typing import IO, ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, memref, scf
-from xdsl.dialects.builtin import AnyFloat, IntegerAttr, ModuleOp, StringAttr
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
-from xdsl.utils.exceptions import DiagnosticException
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
-from tmlir import dtypes
 from tmlir.backends.cuda_c import above_gpu_level
+from tmlir.backends.kernel_counts import CostError, KernelFacts, kernel_facts, moved_bytes
 from tmlir.dialects import tmgpu
+from tmlir.gpus import DEFAULT_GPU, Gpu, gpu
 from tmlir.ir.diagnostics import attach_op
+from tmlir.latency import Launch, estimate
+from tmlir.schedules.kloops import kloop, register_estimate
 
-PEAK_FP32_FLOPS = 67e12
-"""H100 SXM5, FP32 without tensor cores: 67 TFLOPS (NVIDIA H100 Tensor Core GPU datasheet)."""
-PEAK_HBM_BYTES_PER_S = 3.35e12
-"""H100 SXM5, HBM3 memory bandwidth: 3.35 TB/s (NVIDIA H100 Tensor Core GPU datasheet)."""
-PEAK_TENSOR_FLOPS = {"f16": 989.4e12, "bf16": 989.4e12, "tf32": 494.7e12}
-"""H100 SXM5 tensor cores, dense, by mma operand type (NVIDIA H100 Tensor Core GPU datasheet)."""
-RIDGE_FLOPS_PER_BYTE = PEAK_FP32_FLOPS / PEAK_HBM_BYTES_PER_S
-"""Arithmetic intensity above which a launch is compute-bound: 20 FLOP/byte."""
-DEVICE = "H100 SXM5"
+_DEFAULT = gpu(DEFAULT_GPU)
+PEAK_FP32_FLOPS = _DEFAULT.fp32_flops
+"""The default GPU's (H100 SXM5) FP32 peak without tensor cores: 67 TFLOPS."""
+PEAK_HBM_BYTES_PER_S = _DEFAULT.hbm_bytes_per_s
+"""The default GPU's HBM3 bandwidth: 3.35 TB/s."""
+PEAK_TENSOR_FLOPS = _DEFAULT.tensor_flops
+"""The default GPU's dense tensor-core peaks by mma operand type."""
 FORMATS = ("table", "json")
 
-_ARITH_FLOAT_OPS = frozenset(
-    f"arith.{op}" for op in ("addf", "subf", "mulf", "divf", "remf", "negf", "maximumf",
-                             "minimumf", "maxnumf", "minnumf")
-)
-
-
-class CostError(DiagnosticException):
-    """The module is not gpu-level IR the cost report can read, or a bad option."""
+__all__ = ["CostError", "CostTarget", "KernelCost", "ModelCost", "cost_report", "format_table",
+           "roofline", "totals_line"]
 
 
 @dataclass(frozen=True)
 class KernelCost:
-    """The cost of one kernel launch. `seconds` is the roofline time on the H100 SXM5
-    and `bound` says which roof sets it: ``compute`` or ``memory``."""
+    """The cost of one kernel launch. `seconds` is the roofline time on the report's GPU and
+    `bound` the roof that sets it (``compute`` or ``memory``); `estimate_seconds` is the
+    latency model's time and `limit` what sets it (``latency``, ``issue``, ``tensor``,
+    ``memory``)."""
 
     kernel: str
     template: str
@@ -89,6 +73,14 @@ class KernelCost:
     bound: str
     tensor_flops: int = 0
     """Of `flops`, those executed by tensor cores (``mma``)."""
+    estimate_seconds: float = 0.0
+    limit: str = ""
+    registers: int = 0
+    """Registers per thread the estimate assumed (ptxas' figure or the template's estimate)."""
+    resident: int = 0
+    """Blocks an SM holds at once, by registers, shared memory and threads."""
+    launch: Launch | None = field(default=None, compare=False, repr=False)
+    """What the latency model was given (to re-estimate, e.g. on another GPU)."""
 
     @property
     def bytes(self) -> int:
@@ -101,16 +93,19 @@ class KernelCost:
         return self.flops / self.bytes if self.bytes else None
 
     def to_json(self) -> dict[str, object]:
-        return {**asdict(self), "roofline_us": self.seconds * 1e6, "intensity": self.intensity}
+        fields = {k: v for k, v in asdict(self).items() if k != "launch"}
+        return {**fields, "roofline_us": self.seconds * 1e6, "estimate_us": self.estimate_seconds * 1e6,
+                "intensity": self.intensity}
 
 
 @dataclass(frozen=True)
 class ModelCost:
-    """The launches of a module in order, with the sums over them (the roofline times
-    add up: launches run one after the other)."""
+    """The launches of a module in order, with the sums over them (times add up: launches
+    run one after the other)."""
 
     launches: tuple[KernelCost, ...]
     kernels: int
+    gpu: Gpu = field(default=_DEFAULT)
 
     @property
     def flops(self) -> int:
@@ -132,20 +127,24 @@ class ModelCost:
     def seconds(self) -> float:
         return sum(k.seconds for k in self.launches)
 
+    @property
+    def estimate_seconds(self) -> float:
+        return sum(k.estimate_seconds for k in self.launches)
+
     def bound_count(self, bound: str) -> int:
         """How many launches are `bound` (``compute`` or ``memory``)."""
         return sum(k.bound == bound for k in self.launches)
 
-    def top(self, n: int) -> list[KernelCost]:
-        """The `n` launches with the longest roofline time, longest first."""
-        return sorted(self.launches, key=lambda k: -k.seconds)[:n]
+    def top(self, n: int, by_estimate: bool = False) -> list[KernelCost]:
+        """The `n` launches with the longest roofline (or estimated) time, longest first."""
+        return sorted(self.launches, key=lambda k: -(k.estimate_seconds if by_estimate else k.seconds))[:n]
 
     def to_json(self) -> dict[str, object]:
         return {
-            "device": DEVICE,
-            "peak_fp32_flops": PEAK_FP32_FLOPS,
-            "peak_tensor_flops": PEAK_TENSOR_FLOPS,
-            "peak_hbm_bytes_per_s": PEAK_HBM_BYTES_PER_S,
+            "device": self.gpu.name,
+            "peak_fp32_flops": self.gpu.fp32_flops,
+            "peak_tensor_flops": self.gpu.tensor_flops,
+            "peak_hbm_bytes_per_s": self.gpu.hbm_bytes_per_s,
             "launches": len(self.launches),
             "kernels": self.kernels,
             "flops": self.flops,
@@ -153,188 +152,37 @@ class ModelCost:
             "bytes_read": self.bytes_read,
             "bytes_written": self.bytes_written,
             "roofline_us": self.seconds * 1e6,
+            "estimate_us": self.estimate_seconds * 1e6,
             "compute_bound": self.bound_count("compute"),
             "memory_bound": self.bound_count("memory"),
             "per_launch": [k.to_json() for k in self.launches],
         }
 
 
-def roofline(flops: int, nbytes: int, tensor_seconds: float = 0.0) -> tuple[float, str]:
+def roofline(flops: int, nbytes: int, tensor_seconds: float = 0.0, on: Gpu = _DEFAULT) -> tuple[float, str]:
     """(seconds, ``compute`` or ``memory``) of `flops` (on CUDA cores) plus
-    `tensor_seconds` of tensor-core work, and `nbytes`, on the H100 SXM5."""
-    compute, memory = flops / PEAK_FP32_FLOPS + tensor_seconds, nbytes / PEAK_HBM_BYTES_PER_S
+    `tensor_seconds` of tensor-core work, and `nbytes`, on the GPU `on`."""
+    compute, memory = flops / on.fp32_flops + tensor_seconds, nbytes / on.hbm_bytes_per_s
     return max(compute, memory), ("compute" if compute > memory else "memory")
 
 
-def _mma_flops_per_thread(op: tmgpu.MmaOp) -> int:
-    """A lane's share of one warp-wide ``mma``'s ``2 M N K`` FLOPs."""
-    m, n, k = (int(x) for x in op.shape.data[1:].replace("n", " ").replace("k", " ").split())
-    return 2 * m * n * k // 32
+#: Registers per thread assumed for a kernel that is not GEMM-like, without ptxas' figure.
+DEFAULT_REGISTERS = 32
 
 
-# ---- reading the IR ----------------------------------------------------------------------
-
-def _is_flop(op: Operation) -> bool:
-    if op.name in _ARITH_FLOAT_OPS:
-        return True
-    return (op.dialect_name() == "math" and len(op.results) == 1
-            and isinstance(op.results[0].type, AnyFloat))
-
-
-def _constant(value: SSAValue, what: str, kernel: str) -> int:
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    raise CostError(f"kernel @{kernel}: the {what} of an scf.for is not a constant; the cost "
-                    "report needs constant loop bounds, as lower-to-cuda makes them")
-
-
-def grid_stride_blocks(loop: scf.ForOp) -> int | None:
-    """The virtual block count of a grid-stride loop (``for b = blockIdx.x; b < N; b +=
-    gridDim.x``, which ``convert-tm-to-gpu`` makes of a kernel whose grid is over CUDA's
-    limit), else None. Each of its iterations is one block's work."""
-    if not (isinstance(loop.lb.owner, tmgpu.BlockIdOp) and isinstance(loop.step.owner, tmgpu.GridDimOp)):
-        return None
-    owner = loop.ub.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
-
-
-def trip_count(loop: scf.ForOp, kernel: str) -> int:
-    """Iterations of `loop`: ``(ub - lb + step - 1) // step`` of its constant bounds."""
-    lb = _constant(loop.lb, "lower bound", kernel)
-    ub = _constant(loop.ub, "upper bound", kernel)
-    step = _constant(loop.step, "step", kernel)
-    if step <= 0:
-        raise CostError(f"kernel @{kernel}: an scf.for has step {step}; expected a positive step")
-    return max(0, (ub - lb + step - 1) // step)
-
-
-Counts = Counter[object]
-"""Per thread: ``"flops"``, ``("tensor_flops", dtype)`` (also in ``"flops"``), and
-``("load", i)`` / ``("store", i)`` accesses of argument i (elements)."""
-
-
-def block_counts(block: Block, kernel: str) -> Counts:
-    """What one thread executes in `block` (see `Counts`): loops weighted by their trip
-    counts, each scf.if counted as the larger of its branches, key by key."""
-    counts: Counts = Counter()
-    for op in block.ops:
-        if _is_flop(op):
-            counts["flops"] += 1
-        elif isinstance(op, tmgpu.MmaOp):
-            flops = _mma_flops_per_thread(op)
-            counts["flops"] += flops
-            counts[("tensor_flops", op.dtype.data)] += flops
-        elif isinstance(op, tmgpu.CpAsyncOp):
-            source = op.src
-            if isinstance(source, BlockArgument) and isinstance(source.owner.parent_op(), tmgpu.KernelOp):
-                counts[("load", source.index)] += op.bytes.data // element_bytes(source)
-        elif isinstance(op, tmgpu.LoadVectorOp):  # `width` elements in one access
-            buffer = op.memref
-            if isinstance(buffer, BlockArgument) and isinstance(buffer.owner.parent_op(), tmgpu.KernelOp):
-                counts[("load", buffer.index)] += op.width
-        elif isinstance(op, memref.LoadOp | memref.StoreOp):
-            buffer = op.memref
-            if isinstance(buffer, BlockArgument) and isinstance(buffer.owner.parent_op(),
-                                                                tmgpu.KernelOp):
-                kind = "load" if isinstance(op, memref.LoadOp) else "store"
-                counts[(kind, buffer.index)] += 1
-        elif isinstance(op, scf.ForOp):
-            trips = 1 if grid_stride_blocks(op) else trip_count(op, kernel)
-            for key, n in block_counts(op.body.block, kernel).items():
-                counts[key] += trips * n
-        elif isinstance(op, scf.IfOp):
-            branches = [block_counts(b, kernel) for region in (op.true_region, op.false_region)
-                        for b in region.blocks]
-            for key in {k for branch in branches for k in branch}:
-                counts[key] += max(branch[key] for branch in branches)
-        elif op.regions:
-            raise CostError(f"kernel @{kernel}: the cost report cannot count inside '{op.name}'"
-                            " (only scf.for and scf.if)")
-    return counts
-
-
-def block_flops(block: Block, kernel: str) -> int:
-    """FLOPs one thread executes in `block`: loops weighted by their trip counts, the
-    larger branch of each scf.if."""
-    return block_counts(block, kernel)["flops"]
-
-
-@dataclass(frozen=True)
-class _KernelFacts:
-    """What a launch needs of a kernel: its template and what one thread executes."""
-
-    template: str
-    per_thread: Counts
-    blocks: int | None = None
-    """The virtual blocks of a grid-stride kernel (its work, whatever the launch's grid)."""
-
-    @property
-    def flops_per_thread(self) -> int:
-        return self.per_thread["flops"]
-
-    def accesses(self, kind: str) -> dict[int, int]:
-        """Argument index -> accesses of `kind` (``load``, ``store``) per thread; or, for
-        ``tensor_flops``, mma operand type -> FLOPs per thread."""
-        return {key[1]: n for key, n in self.per_thread.items()
-                if isinstance(key, tuple) and key[0] == kind}
-
-
-def template(kernel: tmgpu.KernelOp) -> str:
-    """The kernel's schedule template (its ``tm.template``), ``hand-written`` if none."""
-    attr = kernel.attributes.get("tm.template")
-    return attr.data if isinstance(attr, StringAttr) else "hand-written"
-
-
-def _kernel_facts(kernel: tmgpu.KernelOp) -> _KernelFacts:
-    """The template and per-thread counts of `kernel`."""
-    loop = next((op for op in kernel.body.block.ops if isinstance(op, scf.ForOp)
-                 and grid_stride_blocks(op)), None)
-    return _KernelFacts(template(kernel), block_counts(kernel.body.block, kernel.sym_name.data),
-                        grid_stride_blocks(loop) if loop is not None else None)
-
-
-def element_bytes(value: SSAValue) -> int:
-    """Bytes of one element of a buffer (a bool is one byte)."""
-    element = dtypes.from_ir(value.type.element_type)
-    if element is None:
-        raise CostError(f"the cost report does not know the size of {value.type.element_type}")
-    return element.numpy.itemsize
-
-
-def buffer_bytes(value: SSAValue) -> int:
-    """Bytes of a host buffer: elements times the element size."""
-    return math.prod(value.type.get_shape()) * element_bytes(value)
-
-
-def _root(value: SSAValue) -> SSAValue:
-    """The host buffer behind `value`, through any tmgpu.view."""
-    while isinstance(value.owner, tmgpu.ViewOp):
-        value = value.owner.source
-    return value
-
-
-def _moved(args: tuple[SSAValue, ...], accesses: dict[int, int], threads: int) -> int:
-    """Bytes moved to or from the distinct host buffers behind the accessed arguments: per
-    buffer, its size, or fewer when the launch executes fewer accesses than it has elements
-    (a gather reading a few rows of a table)."""
-    executed: Counter[SSAValue] = Counter()
-    for index, per_thread in accesses.items():
-        executed[_root(args[index])] += per_thread * threads
-    return sum(min(buffer_bytes(buffer), n * element_bytes(buffer))
-               for buffer, n in executed.items())
-
-
-def cost_report(module: ModuleOp) -> ModelCost:
-    """The cost of every launch of a gpu-level module (see ``lower-to-cuda``), in order."""
+def cost_report(module: ModuleOp, on: str | Gpu = DEFAULT_GPU,
+                registers: Mapping[str, int] | None = None) -> ModelCost:
+    """The cost of every launch of a gpu-level module (see ``lower-to-cuda``), in order, on
+    the GPU `on` (a name of ``tmlir.gpus``; ValueError for an unknown one). `registers`
+    gives ptxas' registers per thread by kernel name; kernels missing there get the
+    template's estimate."""
+    target = gpu(on) if isinstance(on, str) else on
     leftover = above_gpu_level(module)
     if leftover is not None:
         raise attach_op(CostError(f"'{leftover.name}' is above the gpu level; run -p lower-to-cuda first"),
                         leftover)
     kernels = {op.sym_name.data: op for op in module.ops if isinstance(op, tmgpu.KernelOp)}
-    facts: dict[str, _KernelFacts] = {}
+    facts: dict[str, KernelFacts] = {}
     launches = []
     for function in (op for op in module.ops if isinstance(op, func.FuncOp)):
         for op in function.walk():
@@ -344,30 +192,40 @@ def cost_report(module: ModuleOp) -> ModelCost:
             if name not in kernels:
                 raise CostError(f"tmgpu.launch of @{name}: no tmgpu.kernel of that name")
             if name not in facts:
-                facts[name] = _kernel_facts(kernels[name])
-            f = facts[name]
-            args = tuple(op.args)
-            grid, block = op.grid.data, op.block.data
-            threads = (f.blocks or grid) * block  # a grid-stride kernel does all its blocks' work
-            flops = f.flops_per_thread * threads
-            tensor = {dtype: n * threads for dtype, n in f.accesses("tensor_flops").items()}
-            read = _moved(args, f.accesses("load"), threads)
-            written = _moved(args, f.accesses("store"), threads)
-            seconds, bound = roofline(flops - sum(tensor.values()), read + written,
-                                      sum(n / PEAK_TENSOR_FLOPS[dtype] for dtype, n in tensor.items()))
-            launches.append(KernelCost(name, f.template, grid, block, flops, read, written,
-                                       seconds, bound, sum(tensor.values())))
-    return ModelCost(tuple(launches), len(kernels))
+                facts[name] = kernel_facts(kernels[name])
+            launches.append(_launch_cost(name, facts[name], op, target, (registers or {}).get(name)))
+    return ModelCost(tuple(launches), len(kernels), target)
+
+
+def _launch_cost(name: str, f: KernelFacts, op: tmgpu.LaunchOp, on: Gpu, registers: int | None) -> KernelCost:
+    args = tuple(op.args)
+    grid, block = op.grid.data, op.block.data
+    blocks = f.blocks or grid  # a grid-stride kernel does all its (virtual) blocks' work
+    threads = blocks * block
+    flops = round(f.flops_per_thread * threads)  # weighted branches: fractions per thread
+    tensor = {dtype: round(n * threads) for dtype, n in f.accesses("tensor_flops").items()}
+    read = moved_bytes(args, f.accesses("load"), threads)
+    written = moved_bytes(args, f.accesses("store"), threads)
+    seconds, bound = roofline(flops - sum(tensor.values()), read + written,
+                              sum(n / on.tensor_flops[dtype] for dtype, n in tensor.items()), on)
+    params = f.params or {}
+    regs = registers or register_estimate(f.template, params) or DEFAULT_REGISTERS
+    launch = Launch(blocks, block, regs, f.shared_bytes, flops - sum(tensor.values()), read + written,
+                    tensor, kloop(f.template, params), f.serial_loads)
+    guess = estimate(launch, on)
+    return KernelCost(name, f.template, grid, block, flops, read, written, seconds, bound,
+                      sum(tensor.values()), guess.seconds, guess.bound, regs, guess.resident, launch)
 
 
 # ---- output ------------------------------------------------------------------------------
 
 def totals_line(cost: ModelCost) -> str:
-    """One line of sums: launches, kernels, MFLOP, KiB, roofline µs, bounds."""
+    """One line of sums: launches, kernels, MFLOP, KiB, roofline and estimated µs, bounds."""
     return (f"total: {_count(len(cost.launches), 'launch', 'launches')}, "
             f"{_count(cost.kernels, 'kernel', 'kernels')}, "
             f"{cost.flops / 1e6:.3f} MFLOP, {cost.bytes_read / 1024:.2f} KiB read, "
-            f"{cost.bytes_written / 1024:.2f} KiB written, {cost.seconds * 1e6:.3f} µs roofline "
+            f"{cost.bytes_written / 1024:.2f} KiB written, {cost.seconds * 1e6:.3f} µs roofline, "
+            f"{cost.estimate_seconds * 1e6:.3f} µs estimated "
             f"({cost.bound_count('compute')} compute-bound, "
             f"{cost.bound_count('memory')} memory-bound)")
 
@@ -377,26 +235,24 @@ def _count(n: int, one: str, many: str) -> str:
 
 
 _COLUMNS = ("kernel", "template", "grid x block", "MFLOP", "KiB read", "KiB written",
-            "roofline µs", "bound")
+            "roofline µs", "bound", "estimate µs", "limit")
 
 
 def format_table(cost: ModelCost) -> str:
-    """A text table, one row per launch, under a line naming the peaks, then the totals."""
+    """A text table, one row per launch, under a line naming the GPU, then the totals."""
     rows = [(k.kernel, k.template, f"{k.grid} x {k.block}", f"{k.flops / 1e6:.3f}",
              f"{k.bytes_read / 1024:.2f}", f"{k.bytes_written / 1024:.2f}",
-             f"{k.seconds * 1e6:.3f}", k.bound) for k in cost.launches]
+             f"{k.seconds * 1e6:.3f}", k.bound, f"{k.estimate_seconds * 1e6:.3f}", k.limit)
+            for k in cost.launches]
     widths = [max(len(r[i]) for r in [_COLUMNS, *rows]) for i in range(len(_COLUMNS))]
+    right = {2, 3, 4, 5, 6, 8}
 
     def line(cells: tuple[str, ...]) -> str:
-        left = [c.ljust(w) for c, w in zip(cells[:2], widths)]
-        right = [c.rjust(w) for c, w in zip(cells[2:7], widths[2:7])]
-        return "  ".join([*left, *right, cells[7]]).rstrip()
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-    header = (f"# roofline on {DEVICE}: {PEAK_FP32_FLOPS / 1e12:g} TFLOP/s FP32, "
-              f"{PEAK_TENSOR_FLOPS['f16'] / 1e12:g} f16/bf16 and {PEAK_TENSOR_FLOPS['tf32'] / 1e12:g} "
-              "tf32 on tensor cores, "
-              f"{PEAK_HBM_BYTES_PER_S / 1e12:g} TB/s HBM3, "
-              f"ridge {RIDGE_FLOPS_PER_BYTE:g} FLOP/byte; no launch overhead")
+    header = (f"# {cost.gpu.describe()}, ridge {cost.gpu.ridge:.3g} FLOP/byte; roofline: no launch "
+              "overhead; estimate: the latency model, launches in a CUDA graph")
     body = [line(_COLUMNS), *(line(r) for r in rows)]
     return "\n".join([header, *body, totals_line(cost)]) + "\n"
 
@@ -404,19 +260,38 @@ def format_table(cost: ModelCost) -> str:
 @dataclass(frozen=True)
 class CostTarget(Target):
     """``-t cost``: the cost report of a gpu-level module as a table, or
-    ``-t 'cost{format=json}'`` as JSON."""
+    ``-t 'cost{format=json}'`` as JSON; ``gpu=H200`` names the GPU (H100 by default: see
+    ``tmlir.gpus``), ``ptxas=true`` compiles the kernels with NVRTC for the GPU's
+    architecture to take their registers from ptxas (cached) instead of estimates."""
 
     name: ClassVar[str] = "cost"
     format: str = "table"
+    gpu: str = DEFAULT_GPU
+    ptxas: bool = False
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
             raise CostError(f"-t cost: format must be one of {', '.join(FORMATS)}, "
                             f"got '{self.format}'")
+        try:
+            gpu(self.gpu)
+        except ValueError as exc:
+            raise CostError(f"-t cost: {exc}") from None
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        cost = cost_report(module)
+        on = gpu(self.gpu)
+        registers = ptxas_registers(module, on.arch) if self.ptxas else None
+        cost = cost_report(module, on, registers)
         if self.format == "json":
             output.write(json.dumps(cost.to_json(), indent=2) + "\n")
         else:
             output.write(format_table(cost))
+
+
+def ptxas_registers(module: ModuleOp, arch: str) -> dict[str, int]:
+    """Registers per thread of every kernel of a gpu-level module, from ptxas (NVRTC, else
+    nvcc; cached)."""
+    from tmlir.backends.cuda_c import emit_cuda
+    from tmlir.backends.ptx import kernel_stats
+
+    return {name: stats.registers for name, stats in kernel_stats(emit_cuda(module).source, arch).items()}

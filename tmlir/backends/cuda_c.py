@@ -103,8 +103,10 @@ class KernelInfo:
 
 @dataclass(frozen=True)
 class BufferSpec:
-    """A device buffer of the launch plan. `kind`: input, output, weight, temp or argument
-    (an argument of a host function that does not say which are inputs and outputs)."""
+    """A device buffer of the launch plan. `kind`: input, output, weight, temp, zeroed (a
+    kernel's counters: zero before the first launch, left zero by every launch, a buffer
+    of its own kept from run to run) or argument (an argument of a host function that does
+    not say which are inputs and outputs)."""
 
     name: str
     shape: tuple[int, ...]
@@ -183,7 +185,7 @@ class _KernelPrinter:
 
     def signature(self) -> KernelSignature:
         params = []
-        stored = {op.memref for op in self.kernel.walk() if isinstance(op, memref.StoreOp)}
+        stored = {op.memref for op in self.kernel.walk() if isinstance(op, memref.StoreOp | tmgpu.AtomicAddOp)}
         for arg in self.kernel.body.block.args:
             name = self.names.fresh(arg.name_hint, "arg")
             self.values[arg] = name
@@ -320,6 +322,13 @@ class _KernelPrinter:
             case tmgpu.MmaOp() | tmgpu.LdmatrixOp() | tmgpu.CpAsyncOp() | tmgpu.CpAsyncCommitOp() \
                     | tmgpu.CpAsyncWaitOp():  # warp- or thread-level statements, in program order
                 self.emit(tensor_core_call(op, self.access, self.c_type, self.expr))
+            case tmgpu.AtomicAddOp():  # global memory shared with other blocks: in program order
+                self.bind(op.result, f"atomicAdd(&{self.access(op.memref, op.indices)}, "
+                                     f"{_strip(self.expr(op.value))})")
+            case tmgpu.LoadCgOp():
+                self.bind(op.result, f"__ldcg(&{self.access(op.memref, op.indices)})")
+            case tmgpu.FenceOp():
+                self.emit("__threadfence();")
             case memref.LoadOp():
                 if not self.inlined(op.res):
                     self.bind(op.res, self.access(op.memref, op.indices))
@@ -453,7 +462,7 @@ def _plan(function: func.FuncOp):
             case tmgpu.WeightOp():
                 add(op.result, "weight", op.weight_name.data)
             case tmgpu.AllocOp():
-                add(op.result, "temp", "")
+                add(op.result, "zeroed" if op.zeroed is not None else "temp", "")
             case tmgpu.ViewOp():  # the same device buffer, another shape
                 index[op.result] = index[op.source]
             case tmgpu.LaunchOp():
@@ -479,6 +488,8 @@ def _host_code(buffers: tuple[BufferSpec, ...], launches: tuple[LaunchSpec, ...]
         shape = "x".join(map(str, buf.shape))
         origin = f" {buf.source!r}" if buf.source else ""
         lines.append(f"//   [{i}] {buf.name}: {ctype}[{shape}] ({buf.kind}{origin})")
+    if any(buf.kind == "zeroed" for buf in buffers):
+        lines.append("// zeroed buffers must be zero before the first run; every run leaves them zero.")
     lines.append('extern "C" void tmlir_run(void* const* buffers, cudaStream_t stream) {')
     for launch in launches:
         args = ", ".join(f"({ctypes[a]}*)buffers[{a}]" for a in launch.args)

@@ -5,7 +5,7 @@ each driver call. Kernels run on the default stream unless given a `Stream`; the
 copies of `DeviceBuffer` are ordered with default-stream work, and the `stream=` copies with
 that stream's. `synchronize()` waits for the context and surfaces asynchronous launch errors.
 `capture_graph` records the launches made on a stream into a `CudaGraph` that replays them
-with one driver call.
+with one driver call. An `Event` recorded on a stream times the work queued before it.
 
 Every failing driver call becomes a `CudaRuntimeError` naming the call and the CUresult
 (e.g. "cuModuleLoadData failed: CUDA_ERROR_INVALID_PTX (...)"). Without a driver or a
@@ -435,6 +435,54 @@ class Stream:
 
             _context()
             _call(driver.cuStreamDestroy, handle)
+
+    def __del__(self) -> None:
+        try:
+            self.destroy()
+        except Exception:
+            pass
+
+
+class Event:
+    """A CUDA event that records a timestamp on a stream: `elapsed_ms` between two events
+    recorded on one stream is the GPU time of the work queued between them."""
+
+    def __init__(self) -> None:
+        from cuda.bindings import driver
+
+        self.handle = None
+        _context()
+        self.handle = _call(driver.cuEventCreate, driver.CUevent_flags.CU_EVENT_DEFAULT.value)
+
+    def record(self, stream: Stream | None = None) -> None:
+        """Record the event on `stream` (default: the default stream), after its queued work."""
+        from cuda.bindings import driver
+
+        _context()
+        _call(driver.cuEventRecord, self.handle, stream.handle if stream is not None else 0)
+
+    def synchronize(self) -> None:
+        """Wait until the GPU has reached the event."""
+        from cuda.bindings import driver
+
+        _context()
+        _call(driver.cuEventSynchronize, self.handle)
+
+    def elapsed_ms(self, end: Event) -> float:
+        """Milliseconds from this event to `end` (both recorded and reached)."""
+        from cuda.bindings import driver
+
+        _context()
+        return float(_call(driver.cuEventElapsedTime, self.handle, end.handle))
+
+    def destroy(self) -> None:
+        """Release the event (idempotent)."""
+        handle, self.handle = getattr(self, "handle", None), None
+        if handle is not None:
+            from cuda.bindings import driver
+
+            _context()
+            _call(driver.cuEventDestroy, handle)
 
     def __del__(self) -> None:
         try:

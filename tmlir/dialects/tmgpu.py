@@ -3,8 +3,9 @@
 Task mappings are gone: kernels compute with ``scf``/``arith``/``math`` and access
 ``memref``s; what remains are the CUDA concepts themselves — thread and block ids, shared
 and per-thread (register) arrays, block barriers, warp shuffles, the tensor-core ``mma``,
-``ldmatrix`` and ``cp_async`` (tmlir.ir.tensor_core_ops) — and, on the host side,
-device buffers and the ordered launches with their grid and block sizes.
+``ldmatrix`` and ``cp_async`` (tmlir.ir.tensor_core_ops), the ``atomic_add``, ``fence`` and
+``load_cg`` of blocks that talk through global memory (tmlir.ir.global_ops) — and, on the
+host side, device buffers and the ordered launches with their grid and block sizes.
 
     tmgpu.kernel @relu_0(%x: memref<8x10xf32>, %y: memref<8x10xf32>) block(256) {
       %tid = tmgpu.thread_id x
@@ -30,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IndexType, IntAttr, MemRefType, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import ArrayAttr, IndexType, IntAttr, MemRefType, StringAttr, SymbolRefAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -50,6 +51,7 @@ from tmlir.gpu_limits import (
     MAX_GRID_X,
     MAX_THREADS_PER_BLOCK,
 )
+from tmlir.ir.global_ops import AtomicAddOpBase, LoadCgOpBase
 from tmlir.ir.kernel_ops import (
     InsideKernel,
     LaunchOpBase,
@@ -58,6 +60,11 @@ from tmlir.ir.kernel_ops import (
     WeightOpBase,
     enclosing,
     memref_shape,
+    parse_scratch,
+    print_scratch,
+    scratch_attr,
+    scratch_kinds,
+    verify_scratch,
 )
 from tmlir.ir.ranges import HasUpperBound
 from tmlir.ir.syntax import (
@@ -87,16 +94,20 @@ class KernelOp(IRDLOperation):
     sym_name = prop_def(StringAttr)
     block = prop_def(IntAttr)
     index_bits = opt_prop_def(IntAttr)
+    scratch = opt_prop_def(ArrayAttr)
     body = region_def("single_block")
     traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), NoTerminator())
 
     def __init__(
         self, name: str, arg_types: Sequence[Attribute], block: int,
         attributes: dict[str, Attribute] | None = None, index_bits: int = 32,
+        scratch: Sequence[str] = (),
     ) -> None:
         properties: dict[str, Attribute] = {"sym_name": StringAttr(name), "block": IntAttr(block)}
         if index_bits != 32:
             properties["index_bits"] = IntAttr(index_bits)
+        if scratch:
+            properties["scratch"] = scratch_attr(scratch)  # type: ignore[assignment]
         super().__init__(
             properties=properties,
             regions=[Region(Block(arg_types=arg_types))],
@@ -120,12 +131,18 @@ class KernelOp(IRDLOperation):
             )
         for arg in self.body.block.args:
             memref_shape(arg.type, f"kernel @{self.sym_name.data} argument")
+        verify_scratch(self, self.sym_name.data)
+
+    @property
+    def scratch_kinds(self) -> tuple[str, ...]:
+        """The kind of each scratch argument (the trailing ones, see tmlir.ir.kernel_ops)."""
+        return scratch_kinds(self)
 
     def print(self, printer: Printer) -> None:
         launch = f"block({self.block.data})"
         if self.index_bits is not None:
             launch += f" index_bits({self.index_bits.data})"
-        print_kernel_header(printer, self, self.sym_name.data, launch)
+        print_kernel_header(printer, self, self.sym_name.data, launch, lambda: print_scratch(printer, self))
 
     @classmethod
     def parse(cls, parser: Parser) -> KernelOp:
@@ -136,6 +153,9 @@ class KernelOp(IRDLOperation):
             parser.parse_punctuation("(")
             properties["index_bits"] = IntAttr(parser.parse_integer(allow_boolean=False))
             parser.parse_punctuation(")")
+        scratch = parse_scratch(parser)
+        if scratch is not None:
+            properties["scratch"] = scratch
         attrs, region = parse_trailing_attrs_and_region(parser, args)
         return cls.create(properties=properties, regions=[region], attributes=attrs)
 
@@ -311,15 +331,51 @@ class CpAsyncWaitOp(CpAsyncWaitOpBase):
 
 
 @irdl_op_definition
+class AtomicAddOp(AtomicAddOpBase):
+    """``const int old = atomicAdd(&counters[t], one);`` (see tmlir.ir.global_ops)."""
+
+    name = "tmgpu.atomic_add"
+    traits = traits_def(InsideKernel(KernelOp))
+
+    @classmethod
+    def kernel_type(cls) -> type[KernelOp]:
+        return KernelOp
+
+
+@irdl_op_definition
+class LoadCgOp(LoadCgOpBase):
+    """``const float v = __ldcg(&ws[i]);`` (see tmlir.ir.global_ops)."""
+
+    name = "tmgpu.load_cg"
+    traits = traits_def(InsideKernel(KernelOp))
+
+    @classmethod
+    def kernel_type(cls) -> type[KernelOp]:
+        return KernelOp
+
+
+@irdl_op_definition
+class FenceOp(IRDLOperation):
+    """``__threadfence()`` (see tmlir.ir.global_ops)."""
+
+    name = "tmgpu.fence"
+    traits = traits_def(InsideKernel(KernelOp))
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
 class AllocOp(IRDLOperation):
-    """Host side: a device buffer for an intermediate result."""
+    """Host side: a device buffer for an intermediate result; ``zeroed``: a kernel's counters,
+    zero before the first launch, left zero by each, a buffer of its own (see
+    tmlir.ir.kernel_ops)."""
 
     name = "tmgpu.alloc"
+    zeroed = opt_prop_def(UnitAttr)
     result = result_def(MemRefType)
-    assembly_format = "attr-dict `:` type($result)"
+    assembly_format = "(`zeroed` $zeroed^)? attr-dict `:` type($result)"
 
-    def __init__(self, type: MemRefType) -> None:
-        super().__init__(result_types=[type])
+    def __init__(self, type: MemRefType, zeroed: bool = False) -> None:
+        super().__init__(result_types=[type], properties={"zeroed": UnitAttr()} if zeroed else {})
 
     def verify_(self) -> None:
         memref_shape(self.result.type, "device buffer")
@@ -364,7 +420,18 @@ class LaunchOp(LaunchOpBase):
     def kernel_type(cls) -> type[KernelOp]:
         return KernelOp
 
+    @classmethod
+    def scratch_buffer(cls, value: SSAValue) -> str | None:
+        if not isinstance(value.owner, AllocOp):
+            return None
+        return "counters" if value.owner.zeroed is not None else "workspace"
+
+    @classmethod
+    def alloc_syntax(cls, kind: str) -> str:
+        return "a 'tmgpu.alloc zeroed'" if kind == "counters" else "a 'tmgpu.alloc'"
+
     def verify_(self) -> None:
+        super().verify_()
         kernel = self.launched()
         assert isinstance(kernel, KernelOp)
         if self.grid.data < 1:
@@ -412,6 +479,7 @@ class LaunchOp(LaunchOpBase):
 TMGPU = Dialect(
     "tmgpu",
     [KernelOp, ThreadIdOp, BlockIdOp, GridDimOp, SharedAllocOp, LocalAllocOp, BarrierOp, ShuffleOp,
-     LoadVectorOp, MmaOp, LdmatrixOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, AllocOp, WeightOp, ViewOp, LaunchOp],
+     LoadVectorOp, MmaOp, LdmatrixOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, AtomicAddOp, LoadCgOp, FenceOp,
+     AllocOp, WeightOp, ViewOp, LaunchOp],
     [],
 )

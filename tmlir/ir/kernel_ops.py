@@ -1,6 +1,22 @@
 """What the kernel-level dialects (tm, tmgpu) share beyond syntax: verifiers (static memref
-shapes, launches, enclosing ops) and the ops that are the same at both levels (the warp
-shuffle and the host-side weight, view and launch), as base classes each dialect names."""
+shapes, launches, enclosing ops), a kernel's scratch arguments, and the ops that are the
+same at both levels (the warp shuffle and the host-side weight, view and launch), as base
+classes each dialect names.
+
+**Scratch arguments.** A kernel may end its arguments with buffers that hold no tensor of
+the program but memory the kernel works in, listed by kind in its ``scratch`` property
+(``scratch(workspace, counters)`` after its launch sizes, one kind per trailing argument):
+
+* ``workspace``: memory the kernel writes before it reads, for that one launch (split-K's
+  partial sums). Its buffer is an ordinary intermediate (``tm.alloc global``) that the
+  memory plan may share with buffers not live at that launch.
+* ``counters``: ``i32`` elements that are zero when a launch starts and that the launch
+  leaves zero again (split-K's arrival counters). Its buffer is ``tm.alloc global zeroed``:
+  zeroed once when the program's memory is set up, never shared with another buffer, kept
+  from run to run (and across CUDA-graph replays).
+
+A launch passes each scratch argument a buffer of that kind, of its own (`verify_launch`).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +24,7 @@ import math
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     Float32Type,
     IndexType,
     IntAttr,
@@ -15,6 +32,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
     SymbolRefAttr,
+    i32,
 )
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.irdl import (
@@ -66,6 +84,56 @@ class InsideKernel(HasAncestor):
 def single_block_region(region: Region) -> None:
     if len(region.blocks) != 1:
         raise VerifyException("expected a region with exactly one block")
+
+
+BRANCH_WEIGHTS = "tm.branch_weights"
+"""An ``scf.if`` attribute in a kernel, ``array<i64: then, else>``: how often each branch is
+taken relative to the other (split-K's ``if last block`` is taken by 1 block in S); the
+cost report counts each branch that often instead of the larger one."""
+
+SCRATCH_KINDS = ("workspace", "counters")
+"""The kinds of scratch arguments (see the module docstring)."""
+
+
+def scratch_kinds(kernel: Operation) -> tuple[str, ...]:
+    """The kinds of `kernel`'s scratch arguments, in order (its trailing arguments)."""
+    attr = kernel.properties.get("scratch")
+    return tuple(k.data for k in attr.data) if isinstance(attr, ArrayAttr) else ()  # type: ignore[attr-defined]
+
+
+def scratch_attr(kinds: Sequence[str]) -> ArrayAttr | None:
+    """The ``scratch`` property of a kernel whose trailing arguments are of `kinds`."""
+    return ArrayAttr([StringAttr(k) for k in kinds]) if kinds else None
+
+
+def verify_scratch(kernel: Operation, name: str) -> None:
+    """The ``scratch`` kinds are known, no more than the arguments, and counters are i32."""
+    kinds = scratch_kinds(kernel)
+    args = kernel.regions[0].block.args
+    for kind in kinds:
+        if kind not in SCRATCH_KINDS:
+            raise VerifyException(f"kernel @{name}: unknown scratch kind '{kind}', expected "
+                                  f"{' or '.join(SCRATCH_KINDS)}")
+    if len(kinds) > len(args):
+        raise VerifyException(f"kernel @{name}: {len(kinds)} scratch kinds for {len(args)} arguments")
+    for arg, kind in zip(args[len(args) - len(kinds):], kinds):
+        if kind == "counters" and getattr(arg.type, "element_type", None) != i32:
+            raise VerifyException(f"kernel @{name}: counters must be i32, got {arg.type}")
+
+
+def print_scratch(printer: Printer, kernel: Operation) -> None:
+    """`` scratch(workspace, counters)``, or nothing."""
+    kinds = scratch_kinds(kernel)
+    if kinds:
+        printer.print_string(f" scratch({', '.join(kinds)})")
+
+
+def parse_scratch(parser: Parser) -> ArrayAttr | None:
+    """An optional ``scratch(kind, ...)``."""
+    if parser.parse_optional_keyword("scratch") is None:
+        return None
+    kinds = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_identifier)
+    return scratch_attr(kinds)
 
 
 def verify_launch(
@@ -210,7 +278,8 @@ class WeightOpBase(IRDLOperation):
 
 class LaunchOpBase(IRDLOperation):
     """Host side: run a kernel of this dialect (`kernel_type`) on buffers, after every launch
-    before it; the launched symbol must be such a kernel with matching argument types."""
+    before it; the launched symbol must be such a kernel with matching argument types, and
+    each scratch argument gets a buffer of its kind, of its own (`scratch_buffer`)."""
 
     kernel = prop_def(SymbolRefAttr)
     args = var_operand_def(MemRefType)
@@ -220,10 +289,36 @@ class LaunchOpBase(IRDLOperation):
         """The kernel op of this op's dialect."""
         raise NotImplementedError
 
+    @classmethod
+    def scratch_buffer(cls, value: SSAValue) -> str | None:
+        """The scratch kind a host buffer can serve: ``workspace`` for a buffer of its own
+        (the dialect's global alloc), ``counters`` for a zeroed one, None for any other
+        (an input, an output, a weight, a view)."""
+        raise NotImplementedError
+
+    @classmethod
+    def alloc_syntax(cls, kind: str) -> str:
+        """How the dialect allocates a buffer for a scratch argument of `kind` (for messages)."""
+        raise NotImplementedError
+
     def launched(self) -> IRDLOperation:
         """The launched kernel, verified (`verify_launch`)."""
         return verify_launch(self, self.kernel, self.args, self.kernel_type())
 
     def verify_(self) -> None:
-        self.launched()
+        kernel = self.launched()
+        kinds = scratch_kinds(kernel)
+        first = len(self.args) - len(kinds)
+        name = self.kernel.string_value()
+        for position, arg in enumerate(self.args):
+            wanted = kinds[position - first] if position >= first else None
+            got = self.scratch_buffer(arg)
+            if wanted is not None and got != wanted:
+                raise VerifyException(f"launch of @{name}: argument {position} is {wanted} scratch: it "
+                                      f"takes a buffer of its own, {self.alloc_syntax(wanted)}")
+            if wanted is None and got == "counters":
+                raise VerifyException(f"launch of @{name}: argument {position} is a zeroed buffer, "
+                                      "which only a kernel's counters scratch argument may take")
+            if wanted is not None and list(self.args).count(arg) > 1:
+                raise VerifyException(f"launch of @{name}: its {wanted} scratch buffer is passed twice")
 

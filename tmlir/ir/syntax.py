@@ -3,7 +3,7 @@ headers, ``keyword(n)``, trailing attributes with a region, ``%buffer[%i, %j]`` 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -15,13 +15,17 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 
 
-def print_kernel_header(printer: Printer, op: Operation, sym_name: str, launch: str) -> None:
-    """``@name(%a: memref<...>, ...) <launch> attributes {...} {``-style header + body."""
+def print_kernel_header(printer: Printer, op: Operation, sym_name: str, launch: str,
+                        after_launch: Callable[[], None] | None = None) -> None:
+    """``@name(%a: memref<...>, ...) <launch> attributes {...} {``-style header + body;
+    `after_launch` prints what follows the launch sizes (a kernel's scratch kinds)."""
     printer.print_string(" ")
     printer.print_symbol_name(sym_name)
     printer.print_string("(")
     printer.print_list(op.regions[0].block.args, printer.print_block_argument)
     printer.print_string(f") {launch}")
+    if after_launch is not None:
+        after_launch()
     if op.attributes:
         printer.print_string(" attributes ")
         printer.print_attr_dict(op.attributes)

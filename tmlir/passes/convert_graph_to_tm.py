@@ -11,7 +11,10 @@ kernels (destination passing), weights are ``tm.weight``s, other group results
 ``tm.alloc``s; ``graph.reshape`` gets no kernel, its result is a ``tm.view`` of its
 operand's buffer (a value returned through reshapes is written into the output argument
 seen through a view), and an output that no kernel writes (an input or a weight returned
-as is) gets a copy kernel. **Scheduling** builds each group's kernel: the anchor's
+as is) gets a copy kernel. A kernel's scratch arguments (a split-K workspace and counters,
+``tmlir/ir/kernel_ops.py``) get buffers of their own at each launch: ``tm.alloc global``
+for a workspace (an intermediate like any other, live for that launch), ``tm.alloc global
+zeroed`` for counters. **Scheduling** builds each group's kernel: the anchor's
 template (``tmlir/schedules/templates.py``, one dispatch for all of them) builds the
 anchor's kernel as if it stood alone, and post-scheduling fusion
 (``tmlir/schedules/fusion.py``) rewrites its loads and stores to compute the group's
@@ -70,6 +73,18 @@ def buffer_type(type: TensorType) -> MemRefType:
     return MemRefType(type.get_element_type(), type.get_shape() or (1,))
 
 
+@dataclass(frozen=True)
+class KnownKernel:
+    """A kernel built for a group, as a later group of the same structure launches it: its
+    name, the positions of its tensor arguments' values among the group's canonical values
+    (`group_key`), and the kind and type of each scratch argument (every launch gets
+    scratch buffers of its own)."""
+
+    name: str
+    positions: tuple[int, ...]
+    scratch: tuple[tuple[str, MemRefType], ...] = ()
+
+
 @dataclass
 class _Lowering:
     """State of converting one graph function: the host function being built and the
@@ -80,7 +95,7 @@ class _Lowering:
     numbers: Iterator[int]
     buffers: dict[SSAValue, SSAValue]
     destination: dict[SSAValue, SSAValue]
-    kernels: dict[Hashable, tuple[str, tuple[int, ...]] | None]
+    kernels: dict[Hashable, KnownKernel | None]
     tuned: TunedParams | None = None
     arch: str = "sm_90"
 
@@ -117,7 +132,7 @@ class _Lowering:
         if key in self.kernels:  # a group of the same structure was scheduled: reuse its kernel
             known = self.kernels[key]
             if known is not None:
-                self.launch(known[0], [canonical[i] for i in known[1]], inner)
+                self.launch(known.name, [canonical[i] for i in known.positions], inner, known.scratch)
             return
         try:
             anchor = anchor_of(members, yielded)
@@ -141,19 +156,26 @@ class _Lowering:
             at = failing_op(exc) or anchor
             raise OpError(at, f"convert-graph-to-tm: '{at.name}': {exc}") from exc
         position = {value: i for i, value in reversed(list(enumerate(canonical)))}
-        self.kernels[key] = (kernel.sym_name.data, tuple(position[v] for v in values))
+        scratch = tuple(zip(kernel.scratch_kinds, (a.type for a in kernel.scratch_args)))
+        known = KnownKernel(kernel.sym_name.data, tuple(position[v] for v in values), scratch)  # type: ignore[arg-type]
+        self.kernels[key] = known
         self.function.parent_block().insert_op_before(kernel, self.function)
-        self.launch(kernel.sym_name.data, values, inner)
+        self.launch(known.name, values, inner, known.scratch)
 
-    def launch(self, kernel: str, values: Sequence[SSAValue],
-               inner: dict[SSAValue, SSAValue]) -> None:
+    def launch(self, kernel: str, values: Sequence[SSAValue], inner: dict[SSAValue, SSAValue],
+               scratch: Sequence[tuple[str, MemRefType]] = ()) -> None:
         """Launch `kernel` on the buffers of `values`: those of the graph, else of `inner`
-        (the group's yielded values), else new ones (results nobody reads)."""
+        (the group's yielded values), else new ones (results nobody reads); then a buffer
+        of its own for each of its `scratch` arguments (kind, type): a ``tm.alloc global``
+        for a workspace, ``tm.alloc global zeroed`` for counters."""
         args = []
         for value in values:
             if value not in self.buffers and value not in inner:  # a result nobody reads
                 inner[value] = self.result_buffer(value)
             args.append(self.buffers[value] if value in self.buffers else inner[value])
+        for kind, type in scratch:
+            alloc = tm.AllocOp("global", type, zeroed=kind == "counters")
+            args.append(self.host.insert(alloc, kind).results[0])
         self.host.insert(tm.LaunchOp(kernel, args))
 
     def copy(self, source: SSAValue, dest: SSAValue, ret: func.ReturnOp) -> None:
@@ -219,7 +241,7 @@ class ConvertGraphToTm(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         numbers = itertools.count()
-        kernels: dict[Hashable, tuple[str, tuple[int, ...]] | None] = {}
+        kernels: dict[Hashable, KnownKernel | None] = {}
         try:
             verify_schedules(op, self.target_arch)
         except OpError as exc:
@@ -242,7 +264,7 @@ class ConvertGraphToTm(ModulePass):
 
 
 def _convert_function(function: func.FuncOp, numbers: Iterator[int],
-                      kernels: dict[Hashable, tuple[str, tuple[int, ...]] | None],
+                      kernels: dict[Hashable, KnownKernel | None],
                       tuned: TunedParams | None = None, arch: str = "sm_90") -> None:
     old = function.body.block
     ret = old.last_op

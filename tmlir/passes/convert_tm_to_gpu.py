@@ -2,8 +2,8 @@
 
 In: tm IR whose task mappings are lowered (``tm-lower-mappings``). Out:
 ``tmgpu.kernel``s with ``tmgpu.thread_id``/``block_id``, ``__shared__`` and per-thread
-arrays, barriers, warp shuffles and the tensor-core ops (``tm.shuffle`` → ``tmgpu.shuffle``,
-``tm.mma`` → ``tmgpu.mma``, ..., one to one);
+arrays, barriers, warp shuffles, the tensor-core ops and the global ``atomic_add``, ``fence``
+and ``load_cg`` (``tm.shuffle`` → ``tmgpu.shuffle``, ``tm.mma`` → ``tmgpu.mma``, ..., one to one);
 ``tm.load``/``tm.store`` become ``memref.load``/``memref.store``, wrapped in ``scf.if``
 bound checks for their guarded dimensions (a guarded load yields 0 when out of range), and
 ``tm.load_vector`` becomes ``tmgpu.load_vector``, its guard an ``scf.if`` yielding zeros;
@@ -186,14 +186,18 @@ class ConvertStore(RewritePattern):
 
 
 class ConvertAlloc(RewritePattern):
-    """``tm.alloc`` → the tmgpu alloc of its scope; a laid-out buffer becomes 1-D storage
-    of ``layout.size`` elements, recorded in `layouts` for the accesses that follow."""
+    """``tm.alloc`` → the tmgpu alloc of its scope (``global zeroed`` → ``tmgpu.alloc
+    zeroed``); a laid-out buffer becomes 1-D storage of ``layout.size`` elements, recorded
+    in `layouts` for the accesses that follow."""
 
     def __init__(self, layouts: Layouts) -> None:
         self.layouts = layouts
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tm.AllocOp, rewriter: PatternRewriter) -> None:
+        if op.zeroed is not None:  # a kernel's counters
+            rewriter.replace(op, tmgpu.AllocOp(op.result.type, zeroed=True))
+            return
         new_type = {"global": tmgpu.AllocOp, "shared": tmgpu.SharedAllocOp,
                     "register": tmgpu.LocalAllocOp}[op.scope.data]
         layout = op.data_layout
@@ -206,8 +210,8 @@ class ConvertAlloc(RewritePattern):
 
 
 class ConvertKernel(RewritePattern):
-    """``tm.kernel`` → ``tmgpu.kernel`` (the grid moves to the launches), body moved; the
-    kernels named in `wide` get ``index_bits(64)``."""
+    """``tm.kernel`` → ``tmgpu.kernel`` (the grid moves to the launches), body and scratch
+    kinds moved; the kernels named in `wide` get ``index_bits(64)``."""
 
     def __init__(self, wide: set[str]) -> None:
         self.wide = wide
@@ -215,7 +219,7 @@ class ConvertKernel(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tm.KernelOp, rewriter: PatternRewriter) -> None:
         bits = 64 if op.sym_name.data in self.wide else 32
-        new = tmgpu.KernelOp(op.sym_name.data, [], op.block.data, dict(op.attributes), bits)
+        new = tmgpu.KernelOp(op.sym_name.data, [], op.block.data, dict(op.attributes), bits, op.scratch_kinds)
         new.body.detach_block(0).erase()
         new.body.add_block(op.body.detach_block(0))
         rewriter.replace(op, new)
@@ -234,7 +238,8 @@ class ConvertLaunch(RewritePattern):
 
 
 class ConvertOneToOne(RewritePattern):
-    """The ops with a direct tmgpu counterpart: worker ids, barrier, shuffle, weight, view."""
+    """The ops with a direct tmgpu counterpart: worker ids, barrier, shuffle, the global
+    atomic_add, fence and load_cg (their buffers are kernel arguments: no layout), weight, view."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         match op:
@@ -246,6 +251,12 @@ class ConvertOneToOne(RewritePattern):
                 new = tmgpu.BarrierOp()
             case tm.ShuffleOp():
                 new = tmgpu.ShuffleOp(op.value, op.mode.data, op.offset.data, op.width.data)
+            case tm.AtomicAddOp():
+                new = tmgpu.AtomicAddOp(op.memref, op.indices, op.value)
+            case tm.LoadCgOp():
+                new = tmgpu.LoadCgOp(op.memref, op.indices)
+            case tm.FenceOp():
+                new = tmgpu.FenceOp()
             case tm.WeightOp():
                 new = tmgpu.WeightOp(op.weight_name.data, op.result.type)
             case tm.ViewOp():

@@ -6,7 +6,9 @@ that uses it to the last; two buffers whose live ranges share no launch may shar
 `plan_memory` gives every temp a byte offset in one arena so that buffers live at the same
 time never overlap, placing the largest buffers first, each in the smallest gap that fits
 (best fit), or at the arena's end when none does. Inputs, outputs and weights are never in
-the arena: a kernel can never overwrite them through a reused buffer.
+the arena: a kernel can never overwrite them through a reused buffer. Nor are ``zeroed``
+buffers (a kernel's counters: zero before the first launch, left zero by every launch):
+each has memory of its own, zeroed once by the runner and kept from run to run.
 
     plan = plan_memory(program)
     plan.arena_bytes      # the memory the temps take: the peak
@@ -120,7 +122,7 @@ def plan_memory(program: CudaProgram, reuse: bool = True) -> MemoryPlan:
         placed.append((offset, span))
         end = max(end, offset + span.nbytes)
     sizes = {kind: sum(buffer_bytes(b) for b in program.buffers if b.kind == kind)
-             for kind in ("input", "output", "weight")}
+             for kind in ("input", "output", "weight", "zeroed")}
     return MemoryPlan(offsets, tuple(spans), end, sum(t.nbytes for t in spans), reuse,
                       {f"{kind}_bytes": n for kind, n in sizes.items()})
 

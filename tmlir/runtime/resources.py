@@ -58,6 +58,9 @@ def needed_bytes(program: CudaProgram, plan: MemoryPlan, device: str) -> dict[st
              "outputs": sum(buffer_bytes(b) for b in program.buffers if b.kind == "output")}
     if device == "cuda":
         sizes["inputs"] = sum(buffer_bytes(b) for b in program.buffers if b.kind == "input")
+    zeroed = sum(buffer_bytes(b) for b in program.buffers if b.kind == "zeroed")
+    if zeroed:
+        sizes["zeroed buffers"] = zeroed
     return sizes
 
 

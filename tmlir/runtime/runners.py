@@ -7,6 +7,8 @@ sequence, captured on the first run and replayed after.
 
 - `EmuRunner` executes the CUDA C on the CPU (emu backend); its device memory is host
   memory, so its arrays are numpy arrays.
+- Both give every ``zeroed`` buffer (a kernel's counters, see ``tmlir.ir.kernel_ops``)
+  memory of its own outside the arena, zeroed once and kept: each launch leaves it zero.
 - `CudaRunner` executes on GPU 0 on a stream of its own. Inputs are copied into input slots
   at fixed device addresses (from host arrays, or device to device from CUDA arrays), so
   the captured graph stays valid; outputs are copied out of output slots, to the host or to
@@ -16,9 +18,11 @@ sequence, captured on the first run and replayed after.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -90,7 +94,8 @@ class EmuRunner:
 
     def _workspace(self) -> tuple[np.ndarray, list[np.ndarray | None]]:
         """A fresh arena and the slot of every buffer in it (weights shared, inputs and
-        outputs None: given per run)."""
+        outputs None: given per run; zeroed buffers, a kernel's counters, zeros of their own,
+        kept with the arena: each launch leaves them zero for the next)."""
         arena = aligned(np.empty(self.plan.arena_bytes, np.uint8))
         if self.fill is not None:
             arena.fill(self.fill)
@@ -100,8 +105,8 @@ class EmuRunner:
                 slots.append(self.weight_slots[i])
             elif i in self.plan.offsets:
                 slots.append(_host_view(arena, self.plan.offsets[i], buf.shape, buf.dtype))
-            elif buf.kind == "temp":  # used by no launch
-                slots.append(np.zeros(buf.shape, buf.dtype))
+            elif buf.kind in ("temp", "zeroed"):  # a temp used by no launch, or counters
+                slots.append(aligned(np.zeros(buf.shape, buf.dtype)))
             else:
                 slots.append(None)
         return arena, slots
@@ -110,26 +115,62 @@ class EmuRunner:
             ) -> dict[int, np.ndarray]:
         """Run on `inputs` (by buffer index, checked arrays); the outputs by buffer index."""
         del device_outputs  # emu memory is host memory: outputs are numpy arrays either way
+        with self._workspace_taken() as workspace:
+            arrays, outputs = self._arrays(workspace, inputs)
+            launches = self.program.launches
+            for launch in progress(launches, "running on emu", len(launches), "kernel"):
+                self.module.launch(launch.kernel, launch.grid, launch.block,
+                                   [arrays[i] for i in launch.args])
+        return outputs
+
+    def profile(self, inputs: Mapping[int, np.ndarray], runs: int, warmup: int
+                ) -> list[list[float]]:
+        """Seconds of each launch (host wall time around it), per run: `runs` lists of one
+        time per launch, after `warmup` runs. Emu's times say nothing of a GPU's."""
+        samples = []
+        with self._workspace_taken() as workspace:
+            arrays, _ = self._arrays(workspace, inputs)
+            for run in range(warmup + runs):
+                times = []
+                for launch in self.program.launches:
+                    args = [arrays[i] for i in launch.args]
+                    start = time.perf_counter()
+                    self.module.launch(launch.kernel, launch.grid, launch.block, args)
+                    times.append(time.perf_counter() - start)
+                if run >= warmup:
+                    samples.append(times)
+        return samples
+
+    @contextlib.contextmanager
+    def _workspace_taken(self) -> Iterator[tuple[np.ndarray, list[np.ndarray | None]]]:
+        """A workspace of this thread's own for the duration (reused from a finished run)."""
         with self._lock:
             workspace = self._free.pop() if self._free else None
         if workspace is None:
             workspace = self._workspace()
         try:
-            arrays = list(workspace[1])
-            outputs = {}
+            yield workspace
+        except BaseException:  # a launch stopped halfway may leave a kernel's counters set
             for i, buf in enumerate(self.program.buffers):
-                if buf.kind == "input":
-                    arrays[i] = aligned(inputs[i])
-                elif buf.kind == "output":
-                    arrays[i] = outputs[i] = aligned(np.zeros(buf.shape, buf.dtype))
-            launches = self.program.launches
-            for launch in progress(launches, "running on emu", len(launches), "kernel"):
-                self.module.launch(launch.kernel, launch.grid, launch.block,
-                                   [arrays[i] for i in launch.args])
+                if buf.kind == "zeroed":
+                    workspace[1][i][...] = 0  # type: ignore[index]
+            raise
         finally:
             with self._lock:
                 self._free.append(workspace)
-        return outputs
+
+    def _arrays(self, workspace: tuple[np.ndarray, list[np.ndarray | None]],
+                inputs: Mapping[int, np.ndarray]) -> tuple[list[np.ndarray | None], dict[int, np.ndarray]]:
+        """The array of every buffer for one run (`inputs` and fresh outputs filled in),
+        and the outputs by buffer index."""
+        arrays = list(workspace[1])
+        outputs = {}
+        for i, buf in enumerate(self.program.buffers):
+            if buf.kind == "input":
+                arrays[i] = aligned(inputs[i])
+            elif buf.kind == "output":
+                arrays[i] = outputs[i] = aligned(np.zeros(buf.shape, buf.dtype))
+        return arrays, outputs
 
 
 class WeightCache:
@@ -175,18 +216,35 @@ class CudaRunner:
                                                    buf.shape))
             elif i in plan.offsets:
                 self.slots.append(self.arena.view(plan.offsets[i], buf.shape, buf.dtype))
-            else:  # inputs, outputs, and temps no launch uses: memory of their own
+            else:  # inputs, outputs, temps no launch uses, zeroed counters: memory of their own
                 slot = DeviceBuffer(buf.shape, buf.dtype)
-                slot.fill_zero(stream)
+                slot.fill_zero(stream)  # once: each launch leaves counters zero, graph replays too
                 self.slots.append(slot)
         self.args = [[self.slots[i] for i in launch.args] for launch in program.launches]
         self.outputs = [(i, buf) for i, buf in enumerate(program.buffers) if buf.kind == "output"]
         self._lock = threading.Lock()  # runs share the input/output slots and the stream
 
     def _launch_all(self) -> None:
-        for launch, args in zip(self.program.launches, self.args):
-            self.module.launch(launch.kernel, launch.grid, launch.block, args,
-                               stream=self.stream)
+        for i in range(len(self.args)):
+            self._launch(i)
+
+    def _launch(self, i: int) -> None:
+        """Queue launch `i` of the program on the runner's stream."""
+        launch = self.program.launches[i]
+        self.module.launch(launch.kernel, launch.grid, launch.block, self.args[i], stream=self.stream)
+
+    def profile(self, inputs: Mapping[int, np.ndarray | ArrayRef], runs: int, warmup: int
+                ) -> list[list[float]]:
+        """Seconds of each launch (CUDA events around it, no graph), per run: `runs` lists
+        of one time per launch, after `warmup` runs (`tmlir.runtime.profile.time_cuda_launches`)."""
+        from tmlir.runtime.profile import time_cuda_launches
+
+        with self._lock:
+            self._copy_inputs(inputs)
+            try:
+                return time_cuda_launches(self._launch, len(self.args), self.stream, runs, warmup)
+            finally:
+                self._release(inputs)
 
     def run(self, inputs: Mapping[int, np.ndarray | ArrayRef], device_outputs: bool = False
             ) -> dict[int, np.ndarray | DeviceArray]:
@@ -199,14 +257,7 @@ class CudaRunner:
              ) -> dict[int, np.ndarray | DeviceArray]:
         from tmlir.backends.cuda_runtime import DeviceBuffer, capture_graph
 
-        for i, value in inputs.items():
-            slot = self.slots[i]
-            if isinstance(value, ArrayRef) and value.device == "cuda":
-                if value.stream is not None:  # __cuda_array_interface__'s producer stream
-                    self.stream.wait_for(value.stream)
-                slot.copy_from_device(value.ptr, value.nbytes, self.stream)
-            else:
-                slot.copy_from(_host_array(value, slot), self.stream)
+        self._copy_inputs(inputs)
         if not self.cuda_graphs:
             self._launch_all()
         else:
@@ -222,10 +273,25 @@ class CudaRunner:
             else:
                 outputs[i] = self.slots[i].to_host(self.stream)
         self.stream.synchronize()
+        self._release(inputs)
+        return {i: DeviceArray(o) if device_outputs else o for i, o in outputs.items()}
+
+    def _copy_inputs(self, inputs: Mapping[int, np.ndarray | ArrayRef]) -> None:
+        """Queue the copies of `inputs` into their slots on the runner's stream."""
+        for i, value in inputs.items():
+            slot = self.slots[i]
+            if isinstance(value, ArrayRef) and value.device == "cuda":
+                if value.stream is not None:  # __cuda_array_interface__'s producer stream
+                    self.stream.wait_for(value.stream)
+                slot.copy_from_device(value.ptr, value.nbytes, self.stream)
+            else:
+                slot.copy_from(_host_array(value, slot), self.stream)
+
+    @staticmethod
+    def _release(inputs: Mapping[int, np.ndarray | ArrayRef]) -> None:
         for ref in inputs.values():
             if isinstance(ref, ArrayRef):
                 ref.release()
-        return {i: DeviceArray(o) if device_outputs else o for i, o in outputs.items()}
 
 
 def _host_array(value: np.ndarray | ArrayRef, slot: Any) -> np.ndarray:

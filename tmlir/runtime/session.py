@@ -17,7 +17,7 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,7 +25,11 @@ from tmlir import dtypes
 from tmlir.backends.cuda_c import CudaProgram, emit_cuda
 from tmlir.runtime.interop import ArrayRef, InteropError, as_array_ref
 from tmlir.runtime.memory_plan import MemoryPlan
+from tmlir.runtime.profile import LaunchTime
 from tmlir.runtime.runners import Runner, WeightCache, make_runner
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
 
 DEVICES = ("emu", "cuda")
 PRECISIONS = ("fp32", "fp16", "bf16", "tf32")
@@ -79,18 +83,9 @@ def compile_model(model: Any, input_shapes: Mapping[str, Sequence[int]] | None =
     from tmlir.runtime.compile_cache import compile_cached
 
     def build() -> tuple[CudaProgram, dict[str, np.ndarray]]:
-        from tmlir.frontends.onnx import import_onnx
-        from tmlir.passes.lower_to_cuda import LowerToCuda
-        from tmlir.registry import make_context
-
-        source = str(model) if isinstance(model, str | os.PathLike) else None
-        imported = import_onnx(model, source=source, input_shapes=input_shapes,
-                               input_values=input_values)
-        # The context carries the weight table: graph-fold-batchnorm adds folded weights to it.
-        lower = LowerToCuda(fusion=fusion, target_device=target_device, target_arch=target_arch,
-                            tuning_records=str(tuning_records or ""), precision=precision)
-        lower.apply(make_context(weights=imported.weights), imported.module)
-        return emit_cuda(imported.module), imported.weights
+        module, weights = lower_model(model, input_shapes, fusion, target_device, target_arch,
+                                      tuning_records, input_values, precision)
+        return emit_cuda(module), weights
 
     return compile_cached(model, build, input_shapes=input_shapes, fusion=fusion,
                           target_device=target_device, target_arch=target_arch,
@@ -98,13 +93,37 @@ def compile_model(model: Any, input_shapes: Mapping[str, Sequence[int]] | None =
                           precision=precision)
 
 
+def lower_model(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = None,
+                fusion: bool = True, target_device: str = "", target_arch: str = "sm_90",
+                tuning_records: str | os.PathLike | None = None,
+                input_values: Mapping[str, np.ndarray] | None = None,
+                precision: str = "fp32") -> tuple[ModuleOp, dict[str, np.ndarray]]:
+    """ONNX model → the gpu-level module ``compile_model`` prints as CUDA C (options as
+    there), and its weight table; never cached."""
+    from tmlir.frontends.onnx import import_onnx
+    from tmlir.passes.lower_to_cuda import LowerToCuda
+    from tmlir.registry import make_context
+
+    source = str(model) if isinstance(model, str | os.PathLike) else None
+    imported = import_onnx(model, source=source, input_shapes=input_shapes,
+                           input_values=input_values)
+    # The context carries the weight table: graph-fold-batchnorm adds folded weights to it.
+    lower = LowerToCuda(fusion=fusion, target_device=target_device, target_arch=target_arch,
+                        tuning_records=str(tuning_records or ""), precision=precision)
+    lower.apply(make_context(weights=imported.weights), imported.module)
+    return imported.module, imported.weights
+
+
 @dataclass
 class _Compiled:
-    """The model compiled for one set of input shapes, ready to run on the session's device."""
+    """The model compiled for one set of input shapes, ready to run on the session's device;
+    `shapes` and `values` are the dynamic input shapes and input values it was compiled for."""
 
     program: CudaProgram
     plan: MemoryPlan
     runner: Runner
+    shapes: dict[str, tuple[int, ...]]
+    values: dict[str, np.ndarray]
 
     @property
     def inputs(self) -> list:
@@ -262,14 +281,47 @@ class InferenceSession:
         for name in wanted:
             if name not in names:
                 raise SessionError(f"unknown output '{name}'; the model has {names}")
-        refs = {name: self._feed_value(name, value) for name, value in input_feed.items()}
-        compiled = self._variant(self._dynamic_shapes(refs), refs)
-        self._current = compiled
-        inputs = self._check_inputs(compiled, {n: v for n, v in refs.items() if n not in self._by_value})
+        compiled, inputs = self._prepare(input_feed)
         outputs = compiled.runner.run(inputs, device_outputs)
         by_name = {b.source: outputs[i] for i, b in enumerate(compiled.program.buffers)
                    if b.kind == "output"}
         return [by_name[name] for name in wanted]
+
+    def profile(self, input_feed: Mapping[str, Any], runs: int = 20, warmup: int = 3
+                ) -> list[LaunchTime]:
+        """The time of each launch of the program on `input_feed` (as ``run`` takes it):
+        `runs` runs after `warmup`, the kernels launched one by one without a CUDA graph
+        and each timed (cuda: CUDA events; emu: the host's wall time, which says nothing of
+        a GPU); per launch, in order, its kernel, template, parameters, grid, block and
+        median time (`tmlir.runtime.profile`)."""
+        from tmlir.runtime.profile import launch_times
+
+        if runs < 1 or warmup < 0:
+            raise SessionError(f"profile: runs must be >= 1 and warmup >= 0, got {runs} and {warmup}")
+        compiled, inputs = self._prepare(input_feed)
+        return launch_times(compiled.program, compiled.runner.profile(inputs, runs, warmup))
+
+    def gpu_module(self) -> ModuleOp:
+        """The gpu-level IR of the variant last compiled or run: the module whose launches
+        the program makes, in the same order (for the cost report, ``tmlir.backends.cost``).
+        The compile cache keeps the CUDA program, not the IR, so this lowers the model again
+        with the variant's options."""
+        if self._current is None:
+            raise SessionError("the model is compiled by its first run (dynamic inputs or inputs "
+                               "read when it is compiled) and has not run yet: no program")
+        current = self._current
+        module, _ = lower_model(self._model, current.shapes or None, self.fusion, *self.target,
+                                self.tuning_records, current.values or None, self.precision)
+        return module
+
+    def _prepare(self, input_feed: Mapping[str, Any]
+                 ) -> tuple[_Compiled, dict[int, np.ndarray | ArrayRef]]:
+        """The variant for `input_feed` (compiled on first use) and its checked inputs."""
+        refs = {name: self._feed_value(name, value) for name, value in input_feed.items()}
+        compiled = self._variant(self._dynamic_shapes(refs), refs)
+        self._current = compiled
+        return compiled, self._check_inputs(compiled, {n: v for n, v in refs.items()
+                                                       if n not in self._by_value})
 
     def _feed_value(self, name: str, value: Any) -> np.ndarray | ArrayRef:
         """A feed value as a host array, or (on cuda) an `ArrayRef` to device memory."""
@@ -362,7 +414,7 @@ class InferenceSession:
                                        check=self.check, arch=self.target[1],
                                        cuda_state=self._cuda_state() if self.device == "cuda" else None,
                                        cuda_graphs=self.cuda_graphs)
-            self._variants[key] = _Compiled(program, plan, runner)
+            self._variants[key] = _Compiled(program, plan, runner, shapes, values)
             return self._variants[key]
 
     def _cuda_state(self) -> tuple[WeightCache, Any]:

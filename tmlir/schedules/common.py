@@ -92,15 +92,16 @@ def name_args(kernel, names: Sequence[str]) -> None:
 
 def half_arguments(kernel: tm.KernelOp, elements: Sequence[Attribute]) -> tm.KernelOp:
     """Retype each ``f32`` argument of `kernel` whose tensor is ``f16`` (`elements`: the
-    tensor element type of each argument, in order) to an ``f16`` buffer: its ``tm.load``s
-    widen what they read (``arith.extf``) and its ``tm.store``s round what they write to
-    nearest even (``arith.truncf``), so a template that computes in f32 serves float16
-    tensors with one rounding per stored element. Uses the interface every template
-    shares (an argument is read only by ``tm.load`` -- or ``tm.load_vector``, which reads
-    the same width of ``f16``s, or element by element where that width has no vector --
-    and written only by ``tm.store``). Returns `kernel`, changed in place."""
+    tensor element type of each tensor argument, in order; scratch arguments stay) to an
+    ``f16`` buffer: its ``tm.load``s widen what they read (``arith.extf``) and its
+    ``tm.store``s round what they write to nearest even (``arith.truncf``), so a template
+    that computes in f32 serves float16 tensors with one rounding per stored element. Uses
+    the interface every template shares (an argument is read only by ``tm.load`` -- or
+    ``tm.load_vector``, which reads the same width of ``f16``s, or element by element where
+    that width has no vector -- and written only by ``tm.store``). Returns `kernel`,
+    changed in place."""
     block = kernel.body.block
-    assert len(block.args) == len(elements), "one element type per kernel argument"
+    assert len(kernel.tensor_args) == len(elements), "one element type per tensor argument"
     for index, element in enumerate(elements):
         old = block.args[index]
         if not (dtypes.is_narrow_float(element) and old.type.element_type == Float32Type()):  # type: ignore[attr-defined]

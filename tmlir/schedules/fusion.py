@@ -28,7 +28,9 @@ post-scheduling fusion (Hidet, Ding et al., ASPLOS 2023, section 5):
 
 No template knows about fusion; a template only has to read its operands with ``tm.load``
 and write each element of its results once with ``tm.store``, which every template does.
-The kernel's arguments become the group's inputs (each value once), then its outputs.
+The kernel's arguments become the group's inputs (each value once), then its outputs, then
+the template's scratch arguments (a split-K workspace and counters: memory, not values of
+the group), which fusion leaves alone.
 """
 
 from __future__ import annotations
@@ -189,8 +191,9 @@ def group_shape(anchor: Operation, members: Sequence[Operation]) -> GroupShape:
 
 @dataclass
 class FusedKernel:
-    """The rewritten kernel and the graph value each of its arguments stands for: the
-    group's inputs (values from outside it), then its yielded values."""
+    """The rewritten kernel and the graph value each of its tensor arguments stands for:
+    the group's inputs (values from outside it), then its yielded values (its scratch
+    arguments follow them)."""
 
     kernel: tm.KernelOp
     args: list[SSAValue]
@@ -217,8 +220,7 @@ def fuse_group(kernel: tm.KernelOp, members: Sequence[Operation],
             raise FusionError(f"a prologue value of '{anchor.name}' cannot leave its group "
                               "(only the anchor's results and its epilogue can)", value.owner)
     rewrite = _Rewrite(kernel, inside, yielded)
-    block = kernel.body.block
-    old_args = list(block.args)
+    old_args = list(kernel.tensor_args)  # the scratch arguments stay, last (`_Rewrite.finish`)
     bound = [*anchor.operands, *anchor.results]
     assert len(bound) == len(old_args), (kernel.sym_name.data, len(bound), len(old_args))
     for arg, value in zip(old_args[:len(anchor.operands)], anchor.operands):
@@ -254,6 +256,7 @@ class _Rewrite:
         self.yielded = list(yielded)
         self.inputs: dict[SSAValue, BlockArgument] = {}
         self.outputs: dict[SSAValue, BlockArgument] = {}
+        self.scratch = list(kernel.scratch_args)  # before the rewrite appends arguments
 
     # ---- arguments --------------------------------------------------------------------
     def _new_arg(self, value: SSAValue, name: str | None) -> BlockArgument:
@@ -296,17 +299,21 @@ class _Rewrite:
         return [*self.inputs, *self.outputs]
 
     def finish(self) -> tm.KernelOp:
-        """Order the arguments (inputs, then outputs in yield order) and drop the template's."""
+        """Order the arguments (inputs, then outputs in yield order, then the template's
+        scratch arguments, as they were) and drop the template's tensor arguments."""
         block = self.kernel.body.block
         outputs = sorted(self.outputs, key=lambda v: self.yielded.index(v)
                          if v in self.yielded else len(self.yielded))
+        scratch = self.scratch
         before = len(block.args)
         moved: dict[SSAValue, BlockArgument] = {}
-        for value, arg in [*self.inputs.items(), *((v, self.outputs[v]) for v in outputs)]:
+        for value, arg in [*self.inputs.items(), *((v, self.outputs[v]) for v in outputs),
+                           *((None, a) for a in scratch)]:
             new = block.insert_arg(arg.type, len(block.args))
             new.name_hint = arg.name_hint
             arg.replace_all_uses_with(new)
-            moved[value] = new
+            if value is not None:
+                moved[value] = new
         for arg in list(block.args[:before]):
             assert not arg.uses, f"argument {arg.name_hint} of the template is still used"
             block.erase_arg(arg)

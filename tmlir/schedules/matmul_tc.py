@@ -42,6 +42,7 @@ from tmlir.schedules.common import broadcast_guards, broadcast_index, kernel_att
 from tmlir.schedules.matmul_simt import REFERENCE_SMS, MatmulProblem
 from tmlir.schedules.registry import NoTemplate
 from tmlir.schedules.space import Constraint, Param, Space
+from tmlir.schedules.split_k import SPLIT_K_CHOICES, split_k_constraints
 from tmlir.schedules.tc_gemm import (
     MMA_K,
     MMA_M,
@@ -139,7 +140,7 @@ def matmul_tc_kernel(name: str, problem: MatmulProblem, params: MatmulTcParams,
     return kernel
 
 
-#: Candidates `default_params` tries, largest tile first.
+#: Candidates `default_params` tries, largest tile first (none splits K).
 DEFAULT_PREFERENCES = (
     MatmulTcParams(128, 128, 32, (2, 4), 2),
     MatmulTcParams(128, 64, 32, (2, 2), 3),
@@ -194,6 +195,7 @@ def _space(E: TcElement) -> Space[MatmulTcParams]:
             Param("block_k", (16, 32, 64), "k tile (a multiple of 16)"),
             Param("warps", ((2, 2), (4, 2), (2, 4)), "warps per block (rows, cols)"),
             Param("stages", (2, 3, 4), "cp.async pipeline depth (shared buffers)"),
+            Param("split_k", SPLIT_K_CHOICES, "blocks per output tile, each on a part of K"),
         ],
         MatmulTcParams,
         [
@@ -206,6 +208,7 @@ def _space(E: TcElement) -> Space[MatmulTcParams]:
                        lambda P, p: P.shared_bytes(p, E) <= MAX_STATIC_SHARED_BYTES),
             Constraint("registers <= 255 (estimate)",
                        lambda P, p: P.register_estimate() <= MAX_REGISTERS_PER_THREAD),
+            *split_k_constraints(REFERENCE_SMS),
         ],
     )
 

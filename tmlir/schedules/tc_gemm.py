@@ -71,6 +71,7 @@ from tmlir.ir.builder import Index, IRBuilder
 from tmlir.layout import row_major
 from tmlir.mapping import TaskMapping, auto_map, repeat, spatial
 from tmlir.schedules.matmul_simt import ElementLoad, MatmulProblem, ResultStore
+from tmlir.schedules.split_k import SPLIT_K_SHARED_BYTES, SplitK, add_scratch
 
 COPY_BYTES = 16  # one cp.async
 CHUNK = 8  # halves per 16-byte cp.async (`TcElement.chunk` for any element)
@@ -114,19 +115,23 @@ def tc_element(element: Attribute) -> TcElement:
 
 @dataclass(frozen=True)
 class MatmulTcParams:
-    """Block tile, warps per block and pipeline depth; warp and mma tiles follow."""
+    """Block tile, warps per block, pipeline depth and split-K (blocks per output tile,
+    each on a part of K: ``split_k.py``); warp and mma tiles follow."""
 
     block_m: int = 128
     block_n: int = 128
     block_k: int = 32
     warps: tuple[int, int] = (2, 2)
     stages: int = 3
+    split_k: int = 1
 
     def __post_init__(self) -> None:
         if self.block_k % MMA_K:
             raise ValueError(f"block_k must be a multiple of {MMA_K}, got {self.block_k}")
         if not 2 <= self.stages <= 4:
             raise ValueError(f"stages must be 2, 3 or 4, got {self.stages}")
+        if self.split_k < 1:
+            raise ValueError(f"split_k must be >= 1, got {self.split_k}")
 
     @property
     def threads(self) -> int:
@@ -149,8 +154,31 @@ class MatmulTcParams:
         """Blocks along batch, M and N."""
         return problem.batch, math.ceil(problem.m / self.block_m), math.ceil(problem.n / self.block_n)
 
-    def blocks(self, problem: MatmulProblem) -> int:
+    def tile_count(self, problem: MatmulProblem) -> int:
+        """Output tiles: blocks per split."""
         return math.prod(self.tile_grid(problem))
+
+    def blocks(self, problem: MatmulProblem) -> int:
+        """The kernel's grid: `split_k` blocks per output tile."""
+        return self.tile_count(problem) * self.split_k
+
+    def k_tiles(self, problem: MatmulProblem) -> int:
+        """The ``block_k`` tiles of K (the last one maybe partial)."""
+        return math.ceil(problem.k / self.block_k)
+
+    def split(self, problem: MatmulProblem) -> SplitK:
+        """How K is split over `split_k` blocks per tile (``split_k.py``)."""
+        return SplitK(self.split_k, self.k_tiles(problem), self.tile_count(problem), self.threads)
+
+    @property
+    def acc_type(self) -> MemRefType:
+        """One thread's accumulators: a grid of 16x8 mma tiles of 4 floats."""
+        mm, mn = self.mma_tiles
+        return MemRefType(Float32Type(), [mm, mn, 4])
+
+    def scratch(self, problem: MatmulProblem) -> list[tuple[str, MemRefType]]:
+        """The kernel's scratch arguments (kind, type): split-K's workspace and counters."""
+        return self.split(problem).scratch(self.acc_type)
 
     def tiles(self, problem: MatmulProblem) -> tuple[tuple[int, int], tuple[int, int]]:
         """The shared (rows, cols) of one stage of A and of B, in memory order."""
@@ -161,8 +189,9 @@ class MatmulTcParams:
         """Both operands' padded tiles, all stages, for operands of `element`."""
         problem = problem or MatmulProblem.plain(1, 1, 1)
         pads = element.pads(problem.transpose_rhs)
+        flag = SPLIT_K_SHARED_BYTES if self.split_k > 1 else 0
         return self.stages * sum(rows * (cols + pad) for (rows, cols), pad
-                                 in zip(self.tiles(problem), pads)) * element.bytes
+                                 in zip(self.tiles(problem), pads)) * element.bytes + flag
 
     def register_estimate(self) -> int:
         """Accumulators, one k slice of A and B fragments, ~40 for addresses and loop state."""
@@ -172,7 +201,7 @@ class MatmulTcParams:
     def describe(self) -> dict[str, int | str]:
         return {"block_m": self.block_m, "block_n": self.block_n, "block_k": self.block_k,
                 "warps": f"{self.warps[0]}x{self.warps[1]}", "stages": self.stages,
-                "threads": self.threads}
+                "split_k": self.split_k, "threads": self.threads}
 
 
 def half_dtype(element: Attribute) -> str:
@@ -227,8 +256,9 @@ def tc_gemm(kernel: tm.KernelOp, problem: MatmulProblem, params: MatmulTcParams,
     memory allows, and spilled a few bytes in some convolution candidates; the space's
     tiles are sized for registers, so one resident block is all ptxas must plan for."""
     kernel.attributes["tm.min_blocks_per_sm"] = IntegerAttr(1, 64)
-    _TcGemm(IRBuilder.at_end(kernel.body.block), problem, params, element).build(
-        block_operands, block_names, wait)
+    gemm = _TcGemm(IRBuilder.at_end(kernel.body.block), problem, params, element)
+    gemm.workspace, gemm.counters = add_scratch(kernel, gemm.split, params.acc_type)
+    gemm.build(block_operands, block_names, wait)
 
 
 class _TcGemm:
@@ -238,7 +268,10 @@ class _TcGemm:
                  element: Attribute) -> None:
         self.b, self.p, self.P, self.element = b, problem, params, element
         self.E = tc_element(element)
-        self.k_tiles = math.ceil(problem.k / params.block_k)
+        self.k_tiles = params.k_tiles(problem)
+        self.split = params.split(problem)
+        self.workspace: SSAValue | None = None
+        self.counters: SSAValue | None = None
 
     def alloc(self, scope: str, element: Attribute, shape: Sequence[int], name: str,
               pad: int = 0) -> SSAValue:
@@ -261,8 +294,10 @@ class _TcGemm:
         scalar_b = self.E.tf32 and not p.transpose_rhs
         self.b_frag = self.alloc("register", Float32Type() if scalar_b else word, (mn, 2), "b_frag")
         self.acc = self.alloc("register", Float32Type(), (mm, mn, 4), "acc")
+        splits = (P.split_k,) if P.split_k > 1 else ()  # block (tile, split): split fastest
         with (
-            b.for_task(spatial(*P.tile_grid(p)), bid, list(block_names)) as (bb, tile_m, tile_n),
+            b.for_task(spatial(*P.tile_grid(p), *splits), bid,
+                       [*block_names, *(["split"] if splits else [])]) as (bb, tile_m, tile_n, *split),
             b.for_task(spatial(*P.warps), warp, ["wi", "wj"]) as (wi, wj),
         ):
             ops = block_operands(b, b.unravel(bb, p.batch_shape, in_range=True))
@@ -285,20 +320,28 @@ class _TcGemm:
             zero = b.constant(0.0, Float32Type())
             with b.for_task(repeat(mm, mn, 4), None, ["i", "j", "r"]) as (i, j, r):
                 b.store(zero, self.acc, [i, j, r])
+            # This block's k-tiles: [k_first, k_first + k_count) of its split (all of K for one).
+            split_index = split[0] if split else 0
+            k_first, k_count = self.split.k_range(b, split_index)
+            fewest = self.k_tiles // P.split_k  # k-tiles of the shortest split
             # Prologue: stages-1 tiles in flight, one commit each (empty past the last tile).
             for s in range(P.stages - 1):
-                if s < self.k_tiles:
-                    self.issue_tile(ops, s, s)
+                if s < fewest:
+                    self.issue_tile(ops, b.add(k_first, s), s)
+                elif s < self.split.steps:  # only the longer splits have this tile
+                    with b.if_(b.lt(s, k_count)):
+                        self.issue_tile(ops, b.add(k_first, s), s)
                 b.insert(tm.CpAsyncCommitOp())
-            with b.loop(0, self.k_tiles, name="kt") as kt:
+            with b.loop(0, self.split.steps, name="kt") as kt, self.split.step_guard(b, kt, k_count):
                 if wait:
                     b.insert(tm.CpAsyncWaitOp(P.stages - 2))
                 b.insert(tm.BarrierOp())
                 stage = b.rem(kt, P.stages, "stage")
                 next_kt = b.add(kt, P.stages - 1, "next_kt")
-                has_next = b.lt(next_kt, self.k_tiles, "has_next")
+                has_next = b.lt(next_kt, k_count, "has_next")
                 with b.if_(has_next):  # gathered operands: into registers
-                    self.issue_tile(ops, next_kt, b.rem(next_kt, P.stages, "next_stage"), staged=True)
+                    self.issue_tile(ops, b.add(k_first, next_kt), b.rem(next_kt, P.stages, "next_stage"),
+                                    staged=True)
                 b.insert(tm.CpAsyncCommitOp())
                 mma_k = self.E.mma_k
                 with b.loop(0, P.block_k // mma_k, unroll=True, name="kk") as kk:
@@ -309,7 +352,9 @@ class _TcGemm:
                         for smem, regs, tile in self.staged:
                             with self.gather_tasks(tile) as (reg, r, c):
                                 b.store(b.load(regs, [reg]), smem, [next_stage, r, c])
-            self.epilogue(ops.store_c)
+            tile = b.div(bid, P.split_k, "tile")  # block = tile * split_k + split
+            with self.split.last_block(b, self.acc, tid, tile, split_index, self.workspace, self.counters):
+                self.epilogue(ops.store_c)
 
     # ---- global -> shared ---------------------------------------------------------------
     def issue_tile(self, ops: TcOperands, k_tile: Index, stage: Index, staged: bool = False) -> None:

@@ -234,6 +234,6 @@ def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None,
     elements = [v.type.get_element_type() for v in (*op.operands, *op.results)]  # type: ignore[attr-defined]
     if kernel is None or not any(dtypes.is_narrow_float(e) for e in elements):
         return kernel
-    if len(kernel.body.block.args) != len(elements):  # not the shared interface: no f16 view
+    if len(kernel.tensor_args) != len(elements):  # not the shared interface: no f16 view
         raise NoTemplate(f"'{op.name}' is scheduled for f32 tensors only, got f16")
     return half_arguments(kernel, elements)

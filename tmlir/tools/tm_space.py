@@ -135,7 +135,7 @@ def rows(args: argparse.Namespace) -> list[dict]:
 
 COLUMNS = ("index", "block_m", "block_n", "block_k", "threads", "block_warps", "warp_outer",
            "lanes", "thread_inner", "registers", "spill_bytes", "shared_bytes", "default")
-TC_COLUMNS = ("index", "block_m", "block_n", "block_k", "warps", "stages", "threads", "registers",
+TC_COLUMNS = ("index", "block_m", "block_n", "block_k", "warps", "stages", "split_k", "threads", "registers",
               "spill_bytes", "shared_bytes", "default")
 GEMV_COLUMNS = ("index", "layout", "warps", "vector", "unroll", "block_n", "block_k", "k_slices", "k_steps",
                 "threads", "registers", "spill_bytes", "shared_bytes", "default")

@@ -81,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="tune the kernels of a compile at this precision: fp16/bf16/tf32 give "
                              "a float32 model's matmuls tensor cores (lower-to-cuda's option)")
     parser.add_argument("--limit", type=positive_int, default=None,
-                        help="only the first LIMIT candidates of each space (and the default)")
+                        help="only the LIMIT candidates of each space the latency model estimates "
+                             "fastest on the target GPU (and the default)")
     parser.add_argument("--warmup", type=positive_int, default=3, help="runs before timing")
     parser.add_argument("--repeat", type=positive_int, default=20,
                         help="timed runs per candidate (the median counts)")

@@ -11,7 +11,9 @@ about the operands' precision for f16 and bf16) -- a wrong candidate is rejected
 never timed. A correct one runs `warmup` times, then `repeats` samples are timed between
 two CUDA events on the default stream (each sample as many launches back to back as fill
 ``BATCH_SECONDS``, so that a short kernel's time is not the host's launch gap); its time
-is the median sample over its launches. `tune` picks the fastest of any timings.
+is the median sample over its launches. A candidate with scratch arguments (split-K's
+workspace and counters, `TunableKernel.scratch`) gets buffers of its own, counters zeroed
+once. `tune` picks the fastest of any timings.
 """
 
 from __future__ import annotations
@@ -120,10 +122,18 @@ def time_candidates(kernel: TunableKernel, candidates: Sequence[Candidate], arch
     events = _Events()
     bar = _progress(len(todo), "time", progress)
 
+    scratch: list[DeviceBuffer] = []
+
     def launcher(c: Candidate) -> Callable[[], None]:
         blocks, threads = kernel.launch_shape(c.params)
         module = module_of[c.index]
-        return lambda: module.launch(c.kernel_name, blocks, threads, [*inputs, out])
+        extra = []  # split-K's workspace and counters (zero once: each launch leaves them zero)
+        for _, shape, dtype in kernel.scratch(c.params):
+            buffer = DeviceBuffer(shape, dtype)
+            buffer.fill_zero()
+            extra.append(buffer)
+        scratch.extend(extra)
+        return lambda: module.launch(c.kernel_name, blocks, threads, [*inputs, out, *extra])
 
     def output(c: Candidate) -> np.ndarray:
         out.copy_from(nan)
@@ -157,7 +167,7 @@ def time_candidates(kernel: TunableKernel, candidates: Sequence[Candidate], arch
     finally:
         bar.close()
         events.destroy()
-        for buffer in (*inputs, out):
+        for buffer in (*inputs, out, *scratch):
             buffer.free()
         for module in modules:
             module.unload()

@@ -33,11 +33,13 @@ import numpy as np
 
 from tmlir import dtypes
 from tmlir.dialects import tm
+from tmlir.gpus import Gpu
 from tmlir.schedules import conv2d_tc
 from tmlir.schedules.conv2d import Conv2dProblem, conv2d_implicit_gemm_kernel
 from tmlir.schedules.matmul_gemv import MatmulGemvParams, matmul_gemv_kernel
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
 from tmlir.schedules.matmul_tc import matmul_tc_kernel
+from tmlir.schedules.model_choice import ranked
 from tmlir.schedules.pinned import default_of, space_of
 from tmlir.schedules.space import Space
 from tmlir.schedules.tc_gemm import MatmulTcParams
@@ -193,6 +195,15 @@ class TunableKernel:
         return [Candidate(i, p, p == default, prefix)
                 for i, p in enumerate(self.space.candidates(self.gemm))]
 
+    def ranked_candidates(self, on: Gpu) -> list[Candidate]:
+        """The valid candidates in the latency model's order on the GPU `on`, the one it
+        estimates fastest first (``schedules/model_choice.py``); indices stay the space's."""
+        candidates = self.candidates()
+        by_params = {c.params: c for c in candidates}
+        element = self.element if self.template.endswith("_tc") else "f32"
+        return [by_params[params] for params, _ in ranked(self.template, self.problem,
+                                                          [c.params for c in candidates], on, element)]
+
     def kernel(self, name: str, params: TemplateParams) -> tm.KernelOp:
         """The template's kernel for `params` (as the compiler builds it, before fusion)."""
         return self.info.build(name, self.problem, params, self.element)
@@ -200,6 +211,14 @@ class TunableKernel:
     def launch_shape(self, params: TemplateParams) -> tuple[int, int]:
         """(blocks, threads per block) of the kernel for `params`."""
         return params.blocks(self.gemm), params.threads
+
+    def scratch(self, params: TemplateParams) -> list[tuple[str, tuple[int, ...], np.dtype]]:
+        """(kind, shape, dtype) of each scratch argument the kernel for `params` takes after
+        its tensors (a split-K workspace, then counters that must start at zero)."""
+        if not isinstance(params, MatmulTcParams):
+            return []
+        return [(kind, tuple(t.get_shape()), dtypes.of_ir(t.element_type).numpy)
+                for kind, t in params.scratch(self.gemm)]
 
 
 def matmul_candidates(problem: MatmulProblem) -> list[Candidate]:

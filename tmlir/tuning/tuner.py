@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from typing import Any
 
+from tmlir.schedules.model_choice import gpu_for
 from tmlir.tuning.compile import MIN_OCCUPANCY, compile_candidates, filter_candidates, rejections
 from tmlir.tuning.model import model_kernels
 from tmlir.tuning.occupancy import SM90, SmLimits
@@ -106,8 +107,10 @@ def tune_model(model: Any, target: TuningTarget, *, dry_run: bool = False,
                ) -> TuningReport:
     """Tune the tunable kernels of ONNX `model` for `target`, or (a dry run) compile and
     filter their spaces only, no GPU needed. Records go to `records` (default: the
-    standard file). `limit` keeps only the first `limit` candidates of each space (and
-    the default); `limits` are the SM's resources the occupancy is computed for;
+    standard file). Each space is taken in the latency model's order for the target's
+    GPU (`TunableKernel.ranked_candidates`), and `limit` keeps only the model's `limit`
+    best candidates of each space (and the default); `limits` are the SM's resources the
+    occupancy is computed for;
     `precision` is the compile's (``lower-to-cuda{precision=...}``: ``fp16``/``bf16``
     tunes the tensor-core kernels a float32 model's matmuls then get).
 
@@ -119,8 +122,9 @@ def tune_model(model: Any, target: TuningTarget, *, dry_run: bool = False,
     """
     start = time.perf_counter()
     kernels = model_kernels(model, input_shapes, fusion, target.arch, precision)
-    spaces = {k.kernel: [c for c in k.kernel.candidates()
-                         if limit is None or c.index < limit or c.default] for k in kernels}
+    on = gpu_for(target.arch, target.device_name)
+    spaces = {k.kernel: [c for rank, c in enumerate(k.kernel.ranked_candidates(on))
+                         if limit is None or rank < limit or c.default] for k in kernels}
     report = TuningReport(str(model) if isinstance(model, str | os.PathLike) else "<model>",
                           target.arch, None if dry_run else target.device_name, dry_run,
                           min_occupancy)

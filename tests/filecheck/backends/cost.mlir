@@ -2,6 +2,8 @@
 // RUN: tm-opt %s --split-input-file --verify-diagnostics -t 'cost{format=json}' | filecheck %s --check-prefix=JSON
 // RUN: not tm-opt %s -t cost 2>&1 | filecheck %s --check-prefix=GRAPH
 // RUN: not tm-opt %s -t 'cost{format=xml}' 2>&1 | filecheck %s --check-prefix=FORMAT
+// RUN: tm-opt %s --split-input-file --verify-diagnostics -t 'cost{gpu=H200}' | filecheck %s --check-prefix=H200
+// RUN: not tm-opt %s -t 'cost{gpu=B300}' 2>&1 | filecheck %s --check-prefix=UNKNOWN
 //
 // -t cost: one row per launch, FLOPs weighted by loop trip counts (the larger branch of an
 // scf.if) times grid x block threads, whole buffers read and written (a view of a buffer the
@@ -17,13 +19,20 @@
 // scf.if (a maximumf against nothing): 513 FLOPs per thread, 16 x 256 threads: 2101248
 // FLOPs on 16 KiB read (%w and its view %wf: one buffer) and 16 KiB written, an intensity
 // of 64 FLOP/byte, above the ridge point (20): compute-bound, 2101248 / 67 TFLOP/s = 0.031 us.
+//
+// Estimates (tmlir.latency; neither kernel is GEMM-like, so no k-loop): @scale's 256-thread
+// blocks at 32 registers are 8 per SM, 4096 blocks are 32 on the busiest of 132 SMs: 4
+// rounds of one DRAM round trip (0.8 us) = 3.2 us, above its bytes at 85 % of 3.35 TB/s
+// (2.95 us): latency, plus 2 us for the launch = 5.2 us. @tile: 1 round, 0.8 + 2 = 2.8 us.
+// On an H200 (4.8 TB/s) the roofline of @scale is 8 MiB / 4.8 TB/s = 1.748 us; the
+// estimates are the same (latency-bound).
 
 // CHECK:      {{^}}//{{ -----$}}
-// CHECK-NEXT: {{^}}# roofline on H100 SXM5: 67 TFLOP/s FP32, 989.4 f16/bf16 and 494.7 tf32 on tensor cores, 3.35 TB/s HBM3, ridge 20 FLOP/byte; no launch overhead
-// CHECK-NEXT: {{^}}kernel  template      grid x block  MFLOP  KiB read  KiB written  roofline µs  bound{{$}}
-// CHECK-NEXT: {{^}}scale   elementwise     4096 x 256  2.097   4096.00      4096.00        2.504  memory{{$}}
-// CHECK-NEXT: {{^}}tile    hand-written      16 x 256  2.101     16.00        16.00        0.031  compute{{$}}
-// CHECK-NEXT: {{^}}total: 2 launches, 2 kernels, 4.198 MFLOP, 4112.00 KiB read, 4112.00 KiB written, 2.535 µs roofline (1 compute-bound, 1 memory-bound){{$}}
+// CHECK-NEXT: {{^}}# H100: 132 SMs, 67 TFLOP/s FP32, 989.4 f16/bf16 and 494.7 tf32 on tensor cores, 3.35 TB/s HBM, ridge 20 FLOP/byte; roofline: no launch overhead; estimate: the latency model, launches in a CUDA graph{{$}}
+// CHECK-NEXT: {{^}}kernel  template      grid x block  MFLOP  KiB read  KiB written  roofline µs  bound    estimate µs  limit{{$}}
+// CHECK-NEXT: {{^}}scale   elementwise     4096 x 256  2.097   4096.00      4096.00        2.504  memory         5.200  latency{{$}}
+// CHECK-NEXT: {{^}}tile    hand-written      16 x 256  2.101     16.00        16.00        0.031  compute        2.800  latency{{$}}
+// CHECK-NEXT: {{^}}total: 2 launches, 2 kernels, 4.198 MFLOP, 4112.00 KiB read, 4112.00 KiB written, 2.535 µs roofline, 8.000 µs estimated (1 compute-bound, 1 memory-bound){{$}}
 // CHECK-NOT:  {{.}}
 
 // JSON:      {{^}}//{{ -----$}}
@@ -47,7 +56,18 @@
 // JSON-NEXT: "bytes_read": 16384,
 // JSON-NEXT: "bytes_written": 16384,
 // JSON:      "bound": "compute",
-// JSON:      "intensity": 64.125
+// JSON:      "estimate_seconds": 2.8{{0*[0-9]?}}e-06,
+// JSON-NEXT: "limit": "latency",
+// JSON-NEXT: "registers": 32,
+// JSON-NEXT: "resident": 8,
+// JSON:      "estimate_us": 2.8{{0*[0-9]?}},
+// JSON-NEXT: "intensity": 64.125
+
+// H200:      {{^}}# H200: 132 SMs, 67 TFLOP/s FP32, 989.4 f16/bf16 and 494.7 tf32 on tensor cores, 4.8 TB/s HBM, ridge 14 FLOP/byte;
+// H200:      {{^}}scale   elementwise     4096 x 256  2.097   4096.00      4096.00        1.748  memory         5.200  latency{{$}}
+
+// UNKNOWN:     {{^}}tm-opt: error: -t cost: unknown GPU 'B300' (known: A100, H100, H200){{$}}
+// UNKNOWN-NOT: {{.}}
 
 // GRAPH:     {{^}}tm-opt: error: {{.*}}.mlir:{{[0-9]+}}:3: 'graph.relu' is above the gpu level; run -p lower-to-cuda first{{$}}
 // GRAPH-NEXT: {{^}}  %y = graph.relu %x : tensor<4xf32>{{$}}

@@ -21,7 +21,7 @@ print(ModuleOp([matmul_tc_kernel("mm_tf32_nk", MatmulProblem((128, 64), (128, 64
 # CHECK-LABEL: tm.kernel @mm_tf32(%A: memref<128x64xf32>, %B: memref<64x128xf32>,
 # CHECK-SAME:    %C: memref<128x128xf32>) grid(4) block(128)
 # CHECK-SAME:    tm.template = "matmul_tc"
-# CHECK-SAME:    stages = 2 : i64, threads = 128 : i64, dtype = "tf32"
+# CHECK-SAME:    stages = 2 : i64, split_k = 1 : i64, threads = 128 : i64, dtype = "tf32"
 
 # CHECK:         %a_smem = tm.alloc shared layout(row_major(2, 64, 32, pad=4)) : memref<2x64x32xf32>
 # CHECK-NEXT:    %b_smem = tm.alloc shared layout(row_major(2, 32, 64, pad=8)) : memref<2x32x64xf32>

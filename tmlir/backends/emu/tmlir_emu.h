@@ -517,8 +517,15 @@ inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, sizeof f); re
 inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, sizeof u); return u; }
 template <class T> inline T __ldg(const T* p) { return *p; }
 
-// Blocks run in parallel, so atomics must be real atomics.
+// Blocks run in parallel, so atomics must be real atomics, and a fence a real fence: a block
+// that stores, fences and then increments a counter publishes its stores to the block that
+// sees the count and fences (C++'s fence-to-fence synchronization through the atomic's
+// release sequence, as PTX's fence.sc.gpu around atomics). Fibers of one block share an OS
+// thread, so their program order is the thread's.
 inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+// The emu has no L1 to bypass: a load cached in L2 only (ld.global.cg) is a load.
+template <class T> inline T __ldcg(const T* p) { return *p; }
 inline float atomicAdd(float* p, float v) {
   float old, next;
   __atomic_load(p, &old, __ATOMIC_RELAXED);

@@ -13,6 +13,7 @@ from xdsl.irdl import (
 )
 
 from tmlir.dialects.tm.kernel import KernelOp
+from tmlir.dialects.tm.memory import AllocOp
 from tmlir.ir.kernel_ops import LaunchOpBase, ViewOpBase, WeightOpBase
 
 __all__ = [
@@ -43,7 +44,9 @@ class ViewOp(ViewOpBase):
 
 @irdl_op_definition
 class LaunchOp(LaunchOpBase):
-    """Host side: run a ``tm.kernel`` on buffers, after every launch before it."""
+    """Host side: run a ``tm.kernel`` on buffers, after every launch before it; a scratch
+    argument takes a ``tm.alloc global`` (workspace) or ``tm.alloc global zeroed`` (counters)
+    buffer of its own."""
 
     name = "tm.launch"
     assembly_format = "$kernel `(` $args `)` attr-dict `:` type($args)"
@@ -54,3 +57,14 @@ class LaunchOp(LaunchOpBase):
     @classmethod
     def kernel_type(cls) -> type[KernelOp]:
         return KernelOp
+
+    @classmethod
+    def scratch_buffer(cls, value: SSAValue) -> str | None:
+        owner = value.owner
+        if not isinstance(owner, AllocOp) or owner.scope.data != "global":
+            return None
+        return "counters" if owner.zeroed is not None else "workspace"
+
+    @classmethod
+    def alloc_syntax(cls, kind: str) -> str:
+        return "a 'tm.alloc global zeroed'" if kind == "counters" else "a 'tm.alloc global'"

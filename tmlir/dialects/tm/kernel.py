@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     IndexType,
     IntAttr,
     StringAttr,
@@ -17,6 +18,7 @@ from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -36,6 +38,11 @@ from tmlir.ir.kernel_ops import (
     ShuffleOpBase,
     enclosing,
     memref_shape,
+    parse_scratch,
+    print_scratch,
+    scratch_attr,
+    scratch_kinds,
+    verify_scratch,
 )
 from tmlir.ir.ranges import HasUpperBound, upper_bound
 from tmlir.ir.syntax import (
@@ -59,21 +66,28 @@ __all__ = [
 
 @irdl_op_definition
 class KernelOp(IRDLOperation):
-    """A kernel: ``grid`` blocks of ``block`` threads running the body."""
+    """A kernel: ``grid`` blocks of ``block`` threads running the body. Its trailing
+    arguments may be scratch memory rather than tensors, by kind (``scratch(workspace,
+    counters)``, see tmlir.ir.kernel_ops)."""
 
     name = "tm.kernel"
     sym_name = prop_def(StringAttr)
     grid = prop_def(IntAttr)
     block = prop_def(IntAttr)
+    scratch = opt_prop_def(ArrayAttr)
     body = region_def("single_block")
     traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), NoTerminator())
 
     def __init__(
         self, name: str, arg_types: Sequence[Attribute], grid: int, block: int,
-        attributes: dict[str, Attribute] | None = None,
+        attributes: dict[str, Attribute] | None = None, scratch: Sequence[str] = (),
     ) -> None:
+        properties: dict[str, Attribute] = {"sym_name": StringAttr(name), "grid": IntAttr(grid),
+                                            "block": IntAttr(block)}
+        if scratch:
+            properties["scratch"] = scratch_attr(scratch)  # type: ignore[assignment]
         super().__init__(
-            properties={"sym_name": StringAttr(name), "grid": IntAttr(grid), "block": IntAttr(block)},
+            properties=properties,
             regions=[Region(Block(arg_types=arg_types))],
             attributes=attributes or {},
         )
@@ -81,6 +95,21 @@ class KernelOp(IRDLOperation):
     @property
     def args(self) -> tuple[SSAValue, ...]:
         return self.body.block.args
+
+    @property
+    def scratch_kinds(self) -> tuple[str, ...]:
+        """The kind of each scratch argument (the trailing ones), in order."""
+        return scratch_kinds(self)
+
+    @property
+    def tensor_args(self) -> tuple[SSAValue, ...]:
+        """The arguments that hold the program's tensors: all but the scratch ones."""
+        return self.args[:len(self.args) - len(self.scratch_kinds)]
+
+    @property
+    def scratch_args(self) -> tuple[SSAValue, ...]:
+        """The scratch arguments (see `scratch_kinds`)."""
+        return self.args[len(self.tensor_args):]
 
     def verify_(self) -> None:
         if self.grid.data < 1:
@@ -92,23 +121,25 @@ class KernelOp(IRDLOperation):
             )
         for arg in self.args:
             memref_shape(arg.type, f"kernel @{self.sym_name.data} argument")
+        verify_scratch(self, self.sym_name.data)
 
     def print(self, printer: Printer) -> None:
         print_kernel_header(
-            printer, self, self.sym_name.data, f"grid({self.grid.data}) block({self.block.data})"
+            printer, self, self.sym_name.data, f"grid({self.grid.data}) block({self.block.data})",
+            lambda: print_scratch(printer, self),
         )
 
     @classmethod
     def parse(cls, parser: Parser) -> KernelOp:
         name, args = parse_kernel_header(parser)
-        grid = parse_int_in_parens(parser, "grid")
-        block = parse_int_in_parens(parser, "block")
+        properties: dict[str, Attribute] = {"sym_name": StringAttr(name),
+                                            "grid": parse_int_in_parens(parser, "grid"),
+                                            "block": parse_int_in_parens(parser, "block")}
+        scratch = parse_scratch(parser)
+        if scratch is not None:
+            properties["scratch"] = scratch
         attrs, region = parse_trailing_attrs_and_region(parser, args)
-        return cls.create(
-            properties={"sym_name": StringAttr(name), "grid": grid, "block": block},
-            regions=[region],
-            attributes=attrs,
-        )
+        return cls.create(properties=properties, regions=[region], attributes=attrs)
 
 
 @dataclass(frozen=True)

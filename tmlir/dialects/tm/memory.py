@@ -1,5 +1,7 @@
 """Buffers and their accesses: ``tm.alloc`` by scope, the guarded ``tm.load`` and ``tm.store``,
-and ``tm.load_vector`` (several consecutive elements of a global buffer in one access)."""
+``tm.load_vector`` (several consecutive elements of a global buffer in one access), and
+what blocks of one launch use to hand each other results through global memory:
+``tm.atomic_add``, ``tm.fence`` and ``tm.load_cg`` (semantics: tmlir.ir.global_ops)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     MemRefType,
     StringAttr,
+    UnitAttr,
 )
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
@@ -31,6 +34,7 @@ from tmlir.dialects.tm.attributes import (
     DataLayoutAttr,
 )
 from tmlir.dialects.tm.kernel import KernelOp
+from tmlir.ir.global_ops import AtomicAddOpBase, LoadCgOpBase
 from tmlir.ir.kernel_ops import (
     InsideKernel,
     enclosing,
@@ -45,7 +49,7 @@ from tmlir.ir.vector_ops import LoadVectorOpBase
 from tmlir.layout import DataLayout, parse_layout_expr
 
 __all__ = [
-    "SCOPES", "AllocOp", "GuardedAccess", "LoadOp", "LoadVectorOp", "StoreOp",
+    "SCOPES", "AllocOp", "AtomicAddOp", "FenceOp", "GuardedAccess", "LoadCgOp", "LoadOp", "LoadVectorOp", "StoreOp",
 ]
 
 
@@ -57,18 +61,24 @@ class AllocOp(IRDLOperation):
     """A buffer of a scope: ``global`` (host side), ``shared`` or ``register`` (in kernels).
 
     Shared and register buffers may have a data ``layout`` (logical index to storage
-    offset, see tmlir.layout); without one they are row-major and dense.
+    offset, see tmlir.layout); without one they are row-major and dense. A ``global
+    zeroed`` buffer is a kernel's counters (see tmlir.ir.kernel_ops): zero before the first
+    launch that uses it, left zero by each, never shared with another buffer.
     """
 
     name = "tm.alloc"
     scope = prop_def(StringAttr)
     layout = opt_prop_def(DataLayoutAttr)
+    zeroed = opt_prop_def(UnitAttr)
     result = result_def(MemRefType)
 
-    def __init__(self, scope: str, type: MemRefType, layout: DataLayout | None = None) -> None:
+    def __init__(self, scope: str, type: MemRefType, layout: DataLayout | None = None,
+                 zeroed: bool = False) -> None:
         properties: dict[str, Attribute] = {"scope": StringAttr(scope)}
         if layout is not None:
             properties["layout"] = DataLayoutAttr(layout)
+        if zeroed:
+            properties["zeroed"] = UnitAttr()
         super().__init__(properties=properties, result_types=[type])
 
     @property
@@ -84,6 +94,8 @@ class AllocOp(IRDLOperation):
         if in_kernel == (scope == "global"):
             where = "outside" if scope != "global" else "inside"
             raise VerifyException(f"a {scope} buffer cannot be allocated {where} a tm.kernel")
+        if self.zeroed is not None and scope != "global":
+            raise VerifyException(f"only a global buffer can be zeroed, not a {scope} one")
         layout = self.data_layout
         if layout is not None and scope == "global":
             raise VerifyException("a global buffer cannot have a data layout (only shared and register)")
@@ -95,6 +107,8 @@ class AllocOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.scope.data}")
+        if self.zeroed is not None:
+            printer.print_string(" zeroed")
         if self.layout is not None:
             printer.print_string(f" layout({self.layout.layout})")
         printer.print_op_attributes(self.attributes)
@@ -106,6 +120,8 @@ class AllocOp(IRDLOperation):
         properties: dict[str, Attribute] = {
             "scope": StringAttr(parser.parse_keyword_in(SCOPES, " (buffer scope)"))
         }
+        if parser.parse_optional_keyword("zeroed"):
+            properties["zeroed"] = UnitAttr()
         if parser.parse_optional_keyword("layout"):
             with parser.in_parens():
                 properties["layout"] = DataLayoutAttr(parse_layout_expr(parser))
@@ -247,6 +263,42 @@ class StoreOp(GuardedAccess):
             properties={"guard": guard},
             attributes=attrs,
         )
+
+
+@irdl_op_definition
+class AtomicAddOp(AtomicAddOpBase):
+    """``%old = tm.atomic_add %counters[%t], %one : memref<6xi32>``: add to an i32 element of a
+    global buffer atomically, giving its value before (see tmlir.ir.global_ops)."""
+
+    name = "tm.atomic_add"
+    traits = traits_def(InsideKernel(KernelOp))
+
+    @classmethod
+    def kernel_type(cls) -> type[KernelOp]:
+        return KernelOp
+
+
+@irdl_op_definition
+class LoadCgOp(LoadCgOpBase):
+    """``%v = tm.load_cg %ws[%i, %j] : memref<2x64xf32>``: a global load cached in L2 only,
+    which sees what other blocks stored and fenced (see tmlir.ir.global_ops)."""
+
+    name = "tm.load_cg"
+    traits = traits_def(InsideKernel(KernelOp))
+
+    @classmethod
+    def kernel_type(cls) -> type[KernelOp]:
+        return KernelOp
+
+
+@irdl_op_definition
+class FenceOp(IRDLOperation):
+    """``tm.fence``: this thread's global writes before it are seen by the whole GPU before
+    its global accesses after it (``__threadfence()``, see tmlir.ir.global_ops)."""
+
+    name = "tm.fence"
+    traits = traits_def(InsideKernel(KernelOp))
+    assembly_format = "attr-dict"
 
 
 @irdl_op_definition

@@ -1,0 +1,152 @@
+"""What the latency model needs of each GEMM-like template: the k-loop its blocks walk.
+
+`kloop(template, params)` turns a kernel's template name and its header parameters (the
+``tm.params`` dictionary every GEMM-like template writes: ``M``, ``N``, ``K``, the block and
+thread tiles, ``block_k``, ``threads``, ``stages``, ``split_k``) into a `tmlir.latency.KLoop`:
+serial steps per block, instructions one warp issues per step, bytes a block loads per step
+and steps in flight. The cost report reads it from the IR; a template's default choice calls
+it on candidates before any IR exists. A template without an entry here (or a hand-written
+kernel) is estimated as a kernel without a k-loop.
+
+**Tensor-core engine** (``matmul_tc``, ``conv2d_tc``): see `tc_kloop`.
+
+**SIMT GEMM, register prefetch** (``stages`` 1, the only kind before issue 27): per step
+and thread ``thread_m * thread_n * block_k`` FFMAs, ``block_k * (thread_m + thread_n) / 4``
+shared loads (128-bit: a thread's fragment elements are contiguous), one global load and one
+shared store per prefetched element (``(block_m + block_n) * block_k / threads`` of them)
+and `STEP_OVERHEAD` instructions of addresses, predicates, the barrier and the loop. An
+implicit-GEMM convolution's im2col element costs `GATHER_INSTRUCTIONS` more (unravelling
+``k`` into channel and tap, the padding predicate). These counts match the SASS of the
+calibration kernels (``cuobjdump -sass`` of their loops, sm_90) within a few per cent.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+from tmlir.gpu_limits import MAX_REGISTERS_PER_THREAD
+from tmlir.latency import KLoop
+
+FLOAT_BYTES = 4
+STEP_OVERHEAD = 30
+"""Instructions per k-step and warp besides the FFMAs and the tile's loads and stores."""
+GATHER_INSTRUCTIONS = 24
+"""Extra instructions per im2col element of an implicit-GEMM convolution (SASS, sm_90)."""
+
+SPLIT_K_ROUND_TRIPS = 2
+"""A split-K block's extra memory round trips: its arrival counter's atomic, then (the last
+block of a tile) the other blocks' partial sums."""
+
+Params = Mapping[str, int | str]
+
+
+def _pair(value: int | str) -> tuple[int, int]:
+    a, b = str(value).split("x")
+    return int(a), int(b)
+
+
+#: Instructions per element a k-step copies, by how the operand travels (the header's
+#: ``copy_a``/``copy_b``): ``ldg`` a global load into a register and a shared store (the
+#: register prefetch), ``gather`` the same for an element a fused prologue computes,
+#: ``cp4`` one 4-byte cp.async, ``cp16`` a quarter of a 16-byte one.
+COPY_INSTRUCTIONS = {"ldg": 2.0, "gather": 2.0, "cp4": 3.0, "cp16": 0.75}
+
+
+def simt_kloop(params: Params, gathered_b: bool = False) -> KLoop:
+    """The k-loop of the SIMT GEMM from its header parameters (see the module docstring);
+    `gathered_b`: B is an implicit-GEMM convolution's im2col view. ``stages`` 1 (or a
+    header without it: the register prefetch) keeps one step in flight, a cp.async pipeline
+    of ``stages`` buffers ``stages - 1``."""
+    bm, bn, bk = int(params["block_m"]), int(params["block_n"]), int(params["block_k"])
+    tm, tn, threads = int(params["thread_m"]), int(params["thread_n"]), int(params["threads"])
+    m, n, k = int(params["M"]), int(params["N"]), int(params["K"])
+    split, stages = int(params.get("split_k", 1)), int(params.get("stages", 1))
+    a_loads, b_loads = bm * bk // threads, bn * bk // threads
+    copies = (COPY_INSTRUCTIONS[str(params.get("copy_a", "ldg"))] * a_loads
+              + COPY_INSTRUCTIONS[str(params.get("copy_b", "ldg"))] * b_loads)
+    instructions = (tm * tn * bk + bk * (tm + tn) // 4 + math.ceil(copies) + STEP_OVERHEAD
+                    + (GATHER_INSTRUCTIONS * b_loads if gathered_b else 0))
+    steps = math.ceil(math.ceil(k / bk) / split)
+    tile_bytes = (min(bm, m) + min(bn, n)) * bk * FLOAT_BYTES
+    return KLoop(steps, instructions, tile_bytes, depth=max(1, stages - 1),
+                 tail_round_trips=SPLIT_K_ROUND_TRIPS if split > 1 else 0)
+
+
+#: Bytes of one element and the k of one mma, by the tensor-core header's ``dtype``.
+TC_ELEMENTS = {"f16": (2, 16), "bf16": (2, 16), "tf32": (4, 8)}
+TC_STEP_OVERHEAD = 40
+"""Instructions per k-step and warp of the tensor-core engine besides its mmas, ldmatrix
+and copies: waits, commit, the barrier, addresses and the loop."""
+CP_ASYNC_INSTRUCTIONS = 3
+"""Instructions per cp.async: the address, the zero-fill predicate and the copy."""
+
+
+def tc_kloop(params: Params, gathered_b: bool = False) -> KLoop:
+    """The k-loop of the tensor-core engine (``tc_gemm.py``) from its header: per step and
+    warp its mma tiles' ``mma.sync`` and ``ldmatrix`` for each ``mma_k`` slice, the
+    16-byte copies (or, for a `gathered_b` im2col operand, the element loads and shared
+    stores) of the block's tile spread over its threads, and `TC_STEP_OVERHEAD`;
+    ``stages - 1`` steps in flight."""
+    bm, bn, bk = int(params["block_m"]), int(params["block_n"]), int(params["block_k"])
+    m, n, k, threads = int(params["M"]), int(params["N"]), int(params["K"]), int(params["threads"])
+    warps_m, warps_n = _pair(params["warps"])
+    element, mma_k = TC_ELEMENTS[str(params["dtype"])]
+    mm, mn, slices = bm // warps_m // 16, bn // warps_n // 8, bk // mma_k
+    copied_b = 0 if gathered_b else bn
+    copies = math.ceil((bm + copied_b) * bk * element / 16 / threads)
+    gathers = bn * bk // threads if gathered_b else 0
+    instructions = (mm * mn * slices + (mm + mn) * slices + CP_ASYNC_INSTRUCTIONS * copies
+                    + (GATHER_INSTRUCTIONS + 2) * gathers + TC_STEP_OVERHEAD)
+    steps = math.ceil(math.ceil(k / bk) / int(params.get("split_k", 1)))
+    tile_bytes = (min(bm, m) + min(bn, n)) * bk * element
+    split = int(params.get("split_k", 1))
+    return KLoop(steps, instructions, tile_bytes, depth=max(1, int(params["stages"]) - 1),
+                 tensor_flops=2 * bm * bn * bk, tensor=str(params["dtype"]),
+                 tail_round_trips=SPLIT_K_ROUND_TRIPS if split > 1 else 0)
+
+
+KLOOPS: dict[str, Callable[[Params], KLoop]] = {
+    "matmul_simt": simt_kloop,
+    "conv2d_implicit_gemm": lambda params: simt_kloop(params, gathered_b=True),
+    "matmul_tc": tc_kloop,
+    "conv2d_tc": lambda params: tc_kloop(params, gathered_b=True),
+}
+"""The k-loop of each GEMM-like template, from its header parameters."""
+
+
+def kloop(template: str, params: Params) -> KLoop | None:
+    """The k-loop of a kernel of `template` with header `params`; None for a template
+    without one here or parameters it does not recognise (an older kernel's header)."""
+    reader = KLOOPS.get(template)
+    if reader is None:
+        return None
+    try:
+        return reader(params)
+    except (KeyError, ValueError):
+        return None
+
+
+def register_estimate(template: str, params: Params) -> int | None:
+    """Registers per thread of a GEMM-like kernel, estimated from its header: the SIMT
+    GEMM's accumulators, two fragment stages, prefetched elements and ~24 for addresses (as
+    `MatmulSimtParams.register_estimate`), the tensor-core engine's accumulators, one k
+    slice of fragments and ~40 (as `MatmulTcParams.register_estimate`); None for other
+    templates. A split-K kernel's last block holds the other ``split_k - 1`` partial sums
+    in registers as well (ptxas hoists their loads: 86 registers at S = 1, 246 at S = 4 for
+    a 64x64 tensor-core tile on sm_90), up to the 255 a thread has."""
+    if template not in KLOOPS:
+        return None
+    try:
+        split = int(params.get("split_k", 1))
+        if template in ("matmul_tc", "conv2d_tc"):
+            warps_m, warps_n = _pair(params["warps"])
+            mm, mn = int(params["block_m"]) // warps_m // 16, int(params["block_n"]) // warps_n // 8
+            acc, base = 4 * mm * mn, 4 * mm + 2 * mn + 40
+        else:
+            tm, tn, threads = int(params["thread_m"]), int(params["thread_n"]), int(params["threads"])
+            prefetch = (int(params["block_m"]) + int(params["block_n"])) * int(params["block_k"]) // threads
+            acc, base = tm * tn, 2 * (tm + tn) + prefetch + 24
+    except (KeyError, ValueError):
+        return None
+    return min(MAX_REGISTERS_PER_THREAD, acc * split + base)
