@@ -159,7 +159,7 @@ def test_space_constraints():
 @pytest.mark.parametrize(("shape", "layout", "expected"), [
     ((1, 4096, 4096), "nk", MatmulGemvParams(8, 4, 4, 8)),  # 512 blocks, 8 k-steps
     ((1, 768, 768), "nk", MatmulGemvParams(8, 4, 1, 2)),  # 4 warps per column: 384 blocks
-    ((16, 4096, 4096), "nk", MatmulGemvParams(8, 4, 2, 8)),  # 16 rows: unroll 2 (registers)
+    ((16, 4096, 4096), "nk", MatmulGemvParams(8, 4, 4, 8)),  # 16 rows: A element by element
     ((1, 4096, 4096), "kn", MatmulGemvParams(16, 4, 8, 16)),  # 256 blocks of 16 warps: 1024 threads per SM
     ((1, 1000, 2048), "kn", MatmulGemvParams(16, 4, 8, 8)),  # 125 blocks: 16 warps each
     ((1, 1001, 4096), "kn", MatmulGemvParams(16, 1, 8, 8)),  # N % 4 != 0: scalars
@@ -190,6 +190,18 @@ def test_prologue_operands_are_read_element_by_element():
     vectors = [sum(isinstance(op, tm.LoadVectorOp) and op.memref is k.args[0] for op in k.walk())
                for k in (plain, fused_a)]
     assert vectors[0] > 0 and vectors[1] == 0
+
+
+def test_a_in_vectors_up_to_eight_rows():
+    """nk reads A in vectors up to VECTOR_A_ROWS rows (ptxas would hold all rows' vectors in
+    registers beyond), element by element past them."""
+    from tmlir.schedules.matmul_gemv_params import VECTOR_A_ROWS
+
+    for rows, vectors in ((VECTOR_A_ROWS, True), (VECTOR_A_ROWS + 1, False)):
+        p = problem(rows, 64, 256, "nk")
+        kernel = matmul_gemv_kernel("g", p, MatmulGemvParams.default_for(p))
+        assert any(isinstance(op, tm.LoadVectorOp) and op.memref is kernel.args[0]
+                   for op in kernel.walk()) == vectors
 
 
 def test_candidate_outside_the_space_is_refused():
