@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.dialects.builtin import ArrayAttr, IndexType, IntAttr, MemRefType, StringAttr, SymbolRefAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
@@ -79,6 +80,7 @@ from tmlir.ir.tensor_core_ops import (
     MmaOpBase,
     kernel_argument,
 )
+from tmlir.ir.vector_ops import LoadVectorOpBase
 
 DIMS = ("x", "y", "z")
 
@@ -266,6 +268,21 @@ class ShuffleOp(ShuffleOpBase):
 def _scope(value: SSAValue) -> str | None:
     scopes = {SharedAllocOp: "shared", LocalAllocOp: "register"}
     return scopes.get(type(value.owner)) or ("global" if kernel_argument(value, KernelOp) else None)
+
+
+@irdl_op_definition
+class LoadVectorOp(LoadVectorOpBase):
+    """``%v0, %v1, %v2, %v3 = tmgpu.load_vector x4 %A[%i, %k] : memref<...>``:
+    ``*reinterpret_cast<const float4*>(&A[idx])``, four consecutive elements of a kernel
+    argument in one 16-byte load (see tmlir.ir.vector_ops); no guard."""
+
+    name = "tmgpu.load_vector"
+    traits = traits_def(InsideKernel(KernelOp))
+    GUARDED: ClassVar[bool] = False
+
+    @classmethod
+    def kernel_type(cls) -> type[KernelOp]:
+        return KernelOp
 
 
 @irdl_op_definition
@@ -462,7 +479,7 @@ class LaunchOp(LaunchOpBase):
 TMGPU = Dialect(
     "tmgpu",
     [KernelOp, ThreadIdOp, BlockIdOp, GridDimOp, SharedAllocOp, LocalAllocOp, BarrierOp, ShuffleOp,
-     MmaOp, LdmatrixOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, AtomicAddOp, LoadCgOp, FenceOp, AllocOp,
-     WeightOp, ViewOp, LaunchOp],
+     LoadVectorOp, MmaOp, LdmatrixOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, AtomicAddOp, LoadCgOp, FenceOp,
+     AllocOp, WeightOp, ViewOp, LaunchOp],
     [],
 )

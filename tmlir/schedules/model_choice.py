@@ -21,6 +21,7 @@ from tmlir.gpus import DEFAULT_GPU, Gpu, gpu
 from tmlir.latency import Estimate, Launch, estimate
 from tmlir.schedules.conv2d import Conv2dProblem
 from tmlir.schedules.kloops import TC_ELEMENTS, kloop, register_estimate
+from tmlir.schedules.matmul_gemv_params import MatmulGemvParams
 from tmlir.schedules.matmul_simt import MatmulProblem
 
 #: The GPU each compute capability's defaults are chosen for when no device is named.
@@ -47,7 +48,9 @@ def header(template: str, problem: MatmulProblem | Conv2dProblem, params: Any, e
     """The ``tm.params`` a kernel of `template` with `params` for `problem` lists (what the
     latency model reads of it)."""
     gemm = _gemm(problem)
-    values: dict[str, int | str] = {**params.describe(), "M": gemm.m, "N": gemm.n, "K": gemm.k}
+    # the small-M template's header depends on the problem (its rows, B's layout, the k-step)
+    described = params.describe(gemm) if isinstance(params, MatmulGemvParams) else params.describe()
+    values: dict[str, int | str] = {**described, "M": gemm.m, "N": gemm.n, "K": gemm.k}
     if template.endswith("_tc"):
         values["dtype"] = element
     return values

@@ -14,7 +14,9 @@ same form), not on C++ in general:
 - each pointer parameter of a launchable kernel, ``const float* __restrict__ x``, becomes
   ``::tmlir_emu::check::GlobalRef<const float> x`` (its ``x[i]`` is checked);
 - each ``__shared__ T name[d0][d1]...;`` with literal dimensions becomes a checked
-  ``SharedArray<T, d0, d1, ...>`` seen through a view called ``name``.
+  ``SharedArray<T, d0, d1, ...>`` seen through a view called ``name``;
+- each vector load ``*reinterpret_cast<const float4*>(&x[i])`` becomes
+  ``::tmlir_emu::check::load_vector<float4>(x, i)`` (bounds of every element, alignment).
 
 The element counts travel with the launch: `CheckedEmuModule` gives every kernel one more
 parameter, `SIZES_PARAM`, an int64 array of the element count of each pointer argument
@@ -56,7 +58,28 @@ def instrument(source: str, kernels: Sequence[KernelSignature]) -> str:
     array replaced by their checked forms (see the module docstring)."""
     for kernel in kernels:
         source = _check_parameters(source, kernel)
-    return _SHARED.sub(_checked_shared, source)
+    return _checked_vector_loads(_SHARED.sub(_checked_shared, source))
+
+
+_VECTOR_LOAD = re.compile(r"\*reinterpret_cast<const (?P<type>\w+)\*>\(&(?P<name>[A-Za-z_]\w*)\[")
+
+
+def _checked_vector_loads(source: str) -> str:
+    """`source` with every ``*reinterpret_cast<const V*>(&x[i])`` as ``load_vector<V>(x, i)``
+    (the index runs to the ``]`` that closes its ``[``)."""
+    out, pos = [], 0
+    while (match := _VECTOR_LOAD.search(source, pos)) is not None:
+        depth, end = 1, match.end()
+        while depth and end < len(source):
+            depth += {"[": 1, "]": -1}.get(source[end], 0)
+            end += 1
+        if depth or source[end:end + 1] != ")":
+            raise EmuError(f"emu check: cannot read the vector load at '{source[match.start():end + 1]}'")
+        index = source[match.end():end - 1]
+        out += [source[pos:match.start()],
+                f"::tmlir_emu::check::load_vector<{match['type']}>({match['name']}, {index})"]
+        pos = end + 1
+    return "".join(out) + source[pos:]
 
 
 def _check_parameters(source: str, kernel: KernelSignature) -> str:
