@@ -7,8 +7,8 @@ is estimated without building its kernel: its header (`header`: the template's p
 as the kernel's ``tm.params`` will list them, and the problem's ``M``, ``N``, ``K``) gives
 its k-loop (``kloops.py``); its blocks, threads and shared memory come from the parameter
 object, its registers from the template's estimate, its compulsory bytes from the problem's
-tensors. Ties (equal estimates, e.g. two latency-bound candidates) go to the earlier
-candidate of the space, so the choice is deterministic.
+tensors. Of equal estimates (two candidates at the same roofline) the one with more slack
+under it wins, then the earlier candidate of the space, so the choice is deterministic.
 """
 
 from __future__ import annotations
@@ -95,10 +95,11 @@ def _tc_shared(params: Any, gemm: MatmulProblem, element: str) -> int:
 def ranked(template: str, problem: MatmulProblem | Conv2dProblem, candidates: Sequence[Any],
            on: Gpu, element: str = "f32") -> list[tuple[Any, Estimate]]:
     """`candidates` of `template` for `problem` with their estimates on `on`, fastest
-    first (ties keep the candidates' order)."""
+    first; of equals (a bandwidth-bound GEMV's, say) the one with the shortest rounds under
+    its roofline -- the most slack --, then the candidates' order."""
     scored = [(params, estimate(candidate_launch(template, problem, params, element), on))
               for params in candidates]
-    return sorted(scored, key=lambda pair: pair[1].seconds)
+    return sorted(scored, key=lambda pair: (pair[1].seconds, pair[1].latency_seconds))
 
 
 def fastest(template: str, problem: MatmulProblem | Conv2dProblem, candidates: Sequence[Any],
