@@ -147,6 +147,9 @@ class Estimate:
     """``latency``, ``issue``, ``tensor``, ``memory`` or ``launch``."""
     resident: int
     rounds: int
+    latency_seconds: float = 0.0
+    """The rounds' own time (k-loop or serial loads) before the roofline's floor: of two
+    launches that the roofline bounds alike, the one with more slack under it."""
 
     @property
     def us(self) -> float:
@@ -190,7 +193,7 @@ def estimate(launch: Launch, gpu: Gpu, launch_overhead: bool = True) -> Estimate
         body, bound = rounds * launch.serial_loads * DRAM_LATENCY_S, "latency"
     seconds, bound = (body, bound) if body >= roof else (roof, "memory" if roof_bound == "memory" else "issue")
     overhead = LAUNCH_S if launch_overhead else 0.0
-    return Estimate(seconds + overhead, bound, resident, rounds)
+    return Estimate(seconds + overhead, bound, resident, rounds, body)
 
 
 def _loop_seconds(launch: Launch, loop: KLoop, gpu: Gpu, together: int) -> tuple[float, str]:

@@ -61,6 +61,7 @@ def ints(*values: int) -> np.ndarray:
 
 MM, CONV, EW, SOFTMAX, LN, DM, REDUCE = ("matmul_simt", "conv2d_implicit_gemm", "elementwise",
                                          "reduce", "reduce", "data_movement", "reduce")
+GEMV = "matmul_gemv"  # at most 16 rows
 
 CASES = {
     # matmul, M = 33 and K = 20 not tile multiples: the prologue sits under the load guards
@@ -69,7 +70,7 @@ CASES = {
         {"x": (33, 20), "b": (20,)}, ["y"], [MM], {"w": weight(20, 17)}),
     "matmul_both_operands_computed": Case(  # k past K must read 0 on both sides
         [node("Relu", ["x1"], "a"), node("Mul", ["x2", "two"], "b"), node("MatMul", ["a", "b"], "y")],
-        {"x1": (9, 20), "x2": (20, 7)}, ["y"], [MM], {"two": np.float32(2)}),
+        {"x1": (9, 20), "x2": (20, 7)}, ["y"], [GEMV], {"two": np.float32(2)}),
     "reduce_of_exp": Case(  # 37 columns on 32-thread rows: the guarded loads give 0, not exp(0)
         [node("Exp", ["x"], "e"), node("ReduceSum", ["e", "axes"], "y", keepdims=0)],
         {"x": (5, 37)}, ["y"], [REDUCE], {"axes": ints(1)}),
@@ -79,7 +80,7 @@ CASES = {
     "matmul_epilogue_head_split": Case(  # bias, reshape and transpose in the epilogue
         [node("MatMul", ["x", "w"], "m"), node("Add", ["m", "b"], "mb"),
          node("Reshape", ["mb", "heads"], "h"), node("Transpose", ["h"], "y", perm=[0, 2, 1, 3])],
-        {"x": (1, 10, 12)}, ["y"], [MM], {"w": weight(12, 12), "b": weight(12),
+        {"x": (1, 10, 12)}, ["y"], [GEMV], {"w": weight(12, 12), "b": weight(12),
                                           "heads": ints(1, 10, 3, 4)}),
     "matmul_epilogue_heads_merged": Case(  # the attention output: transpose, reshape back
         [node("MatMul", ["p", "v"], "c"), node("Transpose", ["c"], "ct", perm=[0, 2, 1, 3]),
@@ -114,19 +115,36 @@ CASES = {
         [node("MatMul", ["x", "w"], "m"), node("Add", ["m", "b"], "h"),
          node("Div", ["h", "sqrt2"], "d"), node("Erf", ["d"], "e"), node("Add", ["e", "one"], "f"),
          node("Mul", ["h", "f"], "g"), node("Mul", ["g", "half"], "y")],
-        {"x": (9, 16)}, ["y"], [MM], {"w": weight(16, 24), "b": weight(24),
+        {"x": (9, 16)}, ["y"], [GEMV], {"w": weight(16, 24), "b": weight(24),
                                       "sqrt2": np.float32(np.sqrt(2)), "one": np.float32(1),
                                       "half": np.float32(0.5)}),
     "value_with_two_users_not_fused_into_both": Case(
         [node("Relu", ["x"], "r"), node("MatMul", ["r", "w1"], "y1"),
          node("MatMul", ["r", "w2"], "y2")],
-        {"x": (8, 16)}, ["y1", "y2"], [EW, MM, MM], {"w1": weight(16, 4), "w2": weight(16, 5)}),
+        {"x": (8, 16)}, ["y1", "y2"], [EW, GEMV, GEMV], {"w1": weight(16, 4), "w2": weight(16, 5)}),
     "no_fusion_across_a_graph_output": Case(
         [node("MatMul", ["x", "w"], "y1"), node("Relu", ["y1"], "y2")],
-        {"x": (8, 16)}, ["y1", "y2"], [MM, EW], {"w": weight(16, 4)}),
+        {"x": (8, 16)}, ["y1", "y2"], [GEMV, EW], {"w": weight(16, 4)}),
     "broadcast_is_no_epilogue": Case(  # (8, 1) + (8, 5): one product feeds five sums
         [node("MatMul", ["x", "w"], "m"), node("Add", ["m", "z"], "y")],
-        {"x": (8, 16), "z": (8, 5)}, ["y"], [MM, EW], {"w": weight(16, 1)}),
+        {"x": (8, 16), "z": (8, 5)}, ["y"], [GEMV, EW], {"w": weight(16, 1)}),
+    # The small-M template: B stored N x K (Gemm transB) in 16-byte vectors, 37 columns on
+    # 8-column blocks (clamped loads, guarded stores), bias and ReLU in the epilogue.
+    "gemv_linear_relu": Case(
+        [node("Gemm", ["x", "w", "b"], "g", transB=1), node("Relu", ["g"], "y")],
+        {"x": (1, 68)}, ["y"], [GEMV], {"w": weight(37, 68), "b": weight(37)}),
+    # relu(x) @ w: the prologue computes A, which the template then reads element by element
+    # (A of B-stored-N-x-K matmuls is otherwise read in vectors too).
+    "gemv_prologue_on_a": Case(
+        [node("Relu", ["x"], "r"), node("Gemm", ["r", "w"], "y", transB=1)],
+        {"x": (3, 132)}, ["y"], [GEMV], {"w": weight(20, 132)}),
+    "gemv_prologue_on_a_kn": Case(
+        [node("Relu", ["x"], "r"), node("MatMul", ["r", "w"], "m"), node("Add", ["m", "b"], "y")],
+        {"x": (3, 64)}, ["y"], [GEMV], {"w": weight(64, 36), "b": weight(36)}),
+    # A batch of 2 x 3 rows against an unbatched B: 6 rows in one small-M kernel.
+    "gemv_folded_batch": Case(
+        [node("MatMul", ["x", "w"], "m"), node("Add", ["m", "b"], "y")],
+        {"x": (2, 3, 16)}, ["y"], [GEMV], {"w": weight(16, 44), "b": weight(3, 1)}),
     "split_takes_a_prologue": Case(
         [node("Relu", ["x"], "r"), node("Split", ["r", "sizes"], ["y1", "y2"], axis=1)],
         {"x": (4, 10)}, ["y1", "y2"], [DM], {"sizes": ints(3, 7)}),

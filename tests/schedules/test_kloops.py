@@ -77,3 +77,19 @@ def test_split_k_register_estimate_counts_the_other_partials() -> None:
     assert one is not None and four is not None
     assert four - one == 3 * 4 * 2 * 4  # three more 64x64 / 4 warps partial tiles per thread
     assert register_estimate("matmul_tc", {**header, "split_k": 8, "block_n": 128}) == 255
+
+
+def test_small_m_k_loop_and_registers_from_its_header() -> None:
+    from tmlir.schedules.matmul_gemv import MatmulGemvParams, matmul_gemv_kernel
+
+    problem = MatmulProblem((1, 4096), (4096, 4096), (1, 4096), transpose_rhs=True)  # nk
+    params = MatmulGemvParams.default_for(problem)
+    header = _header(matmul_gemv_kernel("gemv", problem, params))
+    loop = kloop("matmul_gemv", header)
+    assert loop is not None and loop.steps == header["k_steps"] and loop.depth == 1
+    assert loop.tile_bytes == params.threads * params.unroll * params.vector * 4
+    assert register_estimate("matmul_gemv", header) == params.register_estimate(problem)
+    kn = MatmulProblem.plain(3, 4096, 4096)
+    kn_params = MatmulGemvParams.default_for(kn)
+    kn_header = _header(matmul_gemv_kernel("gemv", kn, kn_params))
+    assert register_estimate("matmul_gemv", kn_header) == kn_params.register_estimate(kn)

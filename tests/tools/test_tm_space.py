@@ -63,3 +63,26 @@ def test_errors_are_one_line(args, needle):
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.startswith("tm-space: error: ") and needle in result.stderr
     assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1
+
+
+@needs_nvcc
+def test_gemv_space(capsys):
+    """The small-M template: its own columns (layout, k-slices, serial k-steps), one default."""
+    assert main(["gemv", "--m", "1", "--n", "256", "--k", "512", "--trans-b", "--limit", "2", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("matmul_gemv space for 1 x 256 x 512 on sm_90:")
+    assert out[1].split() == ["index", "layout", "warps", "vector", "unroll", "block_n", "block_k", "k_slices",
+                              "k_steps", "threads", "registers", "spill_bytes", "shared_bytes", "default"]
+    rows = [line.split() for line in out[2:]]
+    assert {r[1] for r in rows} == {"nk"} and sum(r[-1] == "*" for r in rows) == 1
+
+
+def test_gemv_pin_and_refusal():
+    pinned = tm_space("gemv", "--m", "2", "--n", "64", "--k", "64", "--pin", "0")
+    assert pinned.returncode == 0, pinned.stderr
+    attr, option = pinned.stdout.splitlines()
+    assert attr.startswith("schedule = {warps = ") and "block_n = " in attr
+    assert option.startswith("-p 'convert-graph-to-tm{gemv=\"warps=")
+    refused = tm_space("gemv", "--m", "17", "--n", "64", "--k", "64")
+    assert refused.returncode == 1
+    assert refused.stderr == "tm-space: error: gemv takes at most 16 rows of an unbatched B (use the matmul template)\n"

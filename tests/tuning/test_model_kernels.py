@@ -13,7 +13,7 @@ from tmlir.tuning import TunableKernel, model_kernels
 def test_dedup_by_signature():
     kernels = model_kernels(conv_net())
     assert [(k.kernel.template, k.occurrences) for k in kernels] == [
-        ("conv2d_implicit_gemm", 1), ("conv2d_implicit_gemm", 2), ("matmul_simt", 1)]
+        ("conv2d_implicit_gemm", 1), ("conv2d_implicit_gemm", 2), ("matmul_gemv", 1)]
     first, second, head = (k.kernel.problem for k in kernels)
     assert first == Conv2dProblem((1, 8, 8, 8), (16, 8, 3, 3), pads=(1, 1, 1, 1), bias=True)
     assert second == Conv2dProblem((1, 16, 8, 8), (16, 16, 3, 3), pads=(1, 1, 1, 1), bias=True)

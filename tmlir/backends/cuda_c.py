@@ -9,7 +9,9 @@ expression that uses it; values with IR names become named variables, so the tex
 like hand-written CUDA. Kernel pointer parameters are ``__restrict__``: the compiler never
 passes one buffer twice to a kernel. Indices are ``int``, or ``long long`` in a kernel of
 ``index_bits(64)`` (see ``convert-tm-to-gpu``), where a constant index times a stride is
-folded: no ``int`` product of two literals overflows.
+folded: no ``int`` product of two literals overflows. A ``tmgpu.load_vector`` is one
+statement, ``const float4 w = *reinterpret_cast<const float4*>(&W[idx]);`` (``float2``;
+``uint4``/``uint2`` holding 16-bit floats), whose elements are ``w.x``, ``w.y``, ...
 
 **Shared memory.** A kernel's ``tmgpu.shared_alloc``s print as ``__shared__`` arrays while
 they total at most 48 KiB, the static limit. Past it they are one block of dynamic shared
@@ -56,6 +58,8 @@ from tmlir.backends.cuda_types import (  # noqa: F401  (c_type, float_literal: t
     math_function,
     prelude,
     unsigned_constant,
+    vector_element,
+    vector_type,
 )
 from tmlir.backends.kernel_abi import KernelParam, KernelSignature
 from tmlir.backends.tensor_core import shared_alignment, tensor_core_call
@@ -386,6 +390,15 @@ class _KernelPrinter:
             case memref.LoadOp():
                 if not self.inlined(op.res):
                     self.bind(op.res, self.access(op.memref, op.indices))
+            case tmgpu.LoadVectorOp():  # one access, in program order; its elements by name
+                element = op.memref.type.element_type
+                ctype = vector_type(element, op.width)
+                hint = op.res[0].name_hint
+                name = self.names.fresh(f"{hint}_vec" if hint else "vec")
+                self.emit(f"const {ctype} {name} = *reinterpret_cast<const {ctype}*>"
+                          f"(&{self.access(op.memref, op.indices)});")
+                for index, result in enumerate(op.res):
+                    self.values[result] = vector_element(name, element, index)
             case memref.StoreOp():
                 self.emit(f"{self.access(op.memref, op.indices)} = {_strip(self.expr(op.value))};")
             case scf.ForOp():

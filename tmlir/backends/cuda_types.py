@@ -169,6 +169,33 @@ def prelude(source: str) -> str:
     return "".join(parts) + tensor_core_prelude(source)
 
 
+#: The CUDA type of a vector load (``tmgpu.load_vector``), by (element bytes, width); 16-bit
+#: floats travel as the bits of ``unsigned int``s, two per component.
+VECTOR_TYPES = {(4, 2): "float2", (4, 4): "float4", (2, 4): "uint2", (2, 8): "uint4"}
+_COMPONENTS = "xyzw"
+
+
+def vector_type(element: Attribute, width: int) -> str:
+    """The C type that holds a vector of `width` `element`s (``float4``, ``uint4``, ...)."""
+    dtype = dtypes.from_ir(element)
+    ctype = VECTOR_TYPES.get((dtype.numpy.itemsize, width)) if dtype is not None else None
+    if ctype is None:
+        raise CudaEmitError(f"the CUDA printer has no vector of {width} {element}")
+    return ctype
+
+
+def vector_element(vector: str, element: Attribute, index: int) -> str:
+    """Element `index` of the vector variable `vector` of `element`s as C text: ``v.y``, or
+    for a 16-bit float ``tm_half{(unsigned short)(v.x >> 16)}`` (little-endian halves)."""
+    dtype = dtypes.from_ir(element)
+    assert dtype is not None
+    if dtype.numpy.itemsize == 4:
+        return f"{vector}.{_COMPONENTS[index]}"
+    word = f"{vector}.{_COMPONENTS[index // 2]}"
+    bits = f"{word} >> 16" if index % 2 else f"{word} & 0xffffu"
+    return f"{dtype.c}{{(unsigned short)({bits})}}"
+
+
 def c_type(type: Attribute, index: str = "int") -> str:
     """The C type of an IR element type, or of ``index``: `index` (``int``, or ``long long``
     in a kernel of ``index_bits(64)``)."""

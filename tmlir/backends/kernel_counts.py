@@ -4,8 +4,9 @@ cost report (``cost.py``) and its latency estimate.
 `block_counts` walks a kernel body: float operations (``arith``'s float arithmetic and every
 ``math`` op with a float result count 1; a ``tmgpu.mma`` its lane's share of ``2 M N K``,
 also as tensor FLOPs), and global accesses per kernel argument (``memref.load``/``store``,
-a ``tmgpu.cp_async`` from an argument is a read of its bytes, a ``tmgpu.load_cg`` a load, a
-``tmgpu.atomic_add`` a load and a store), each weighted by the trip counts of the
+a ``tmgpu.cp_async`` from an argument is a read of its bytes, a ``tmgpu.load_vector`` a read
+of its width's elements, a ``tmgpu.load_cg`` a load, a ``tmgpu.atomic_add`` a load and a
+store), each weighted by the trip counts of the
 ``scf.for`` loops around it (constant bounds, as ``lower-to-cuda`` makes them) and the
 larger branch of each ``scf.if`` -- or, for one with ``tm.branch_weights`` (split-K's last
 block), each branch as often as it is taken (counts may then be fractions per thread). `serial_loads` counts the global loads a thread
@@ -103,6 +104,10 @@ def block_counts(block: Block, kernel: str) -> Counts:
             source = op.src
             if isinstance(source, BlockArgument) and isinstance(source.owner.parent_op(), tmgpu.KernelOp):
                 counts[("load", source.index)] += op.bytes.data // element_bytes(source)
+        elif isinstance(op, tmgpu.LoadVectorOp):  # `width` elements in one access
+            buffer = op.memref
+            if isinstance(buffer, BlockArgument) and isinstance(buffer.owner.parent_op(), tmgpu.KernelOp):
+                counts[("load", buffer.index)] += op.width
         elif isinstance(op, memref.LoadOp | memref.StoreOp | tmgpu.LoadCgOp | tmgpu.AtomicAddOp):
             buffer = op.memref
             if isinstance(buffer, BlockArgument) and isinstance(buffer.owner.parent_op(),
@@ -197,8 +202,9 @@ def shared_bytes(kernel: tmgpu.KernelOp) -> int:
 
 
 def _reads_global(op: Operation) -> bool:
-    """A global read: a load of a kernel argument or a cp.async from one."""
-    buffer = op.memref if isinstance(op, memref.LoadOp) else op.src if isinstance(op, tmgpu.CpAsyncOp) else None
+    """A global read: a load (or vector load) of a kernel argument or a cp.async from one."""
+    buffer = op.memref if isinstance(op, memref.LoadOp | tmgpu.LoadVectorOp) else \
+        op.src if isinstance(op, tmgpu.CpAsyncOp) else None
     return isinstance(buffer, BlockArgument) and isinstance(buffer.owner.parent_op(), tmgpu.KernelOp)
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.dialects.builtin import ArrayAttr, IndexType, IntAttr, MemRefType, StringAttr, SymbolRefAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
@@ -82,6 +83,7 @@ from tmlir.ir.tensor_core_ops import (
     MmaOpBase,
     kernel_argument,
 )
+from tmlir.ir.vector_ops import LoadVectorOpBase
 
 DIMS = ("x", "y", "z")
 
@@ -284,6 +286,21 @@ def _scope(value: SSAValue) -> str | None:
 
 
 @irdl_op_definition
+class LoadVectorOp(LoadVectorOpBase):
+    """``%v0, %v1, %v2, %v3 = tmgpu.load_vector x4 %A[%i, %k] : memref<...>``:
+    ``*reinterpret_cast<const float4*>(&A[idx])``, four consecutive elements of a kernel
+    argument in one 16-byte load (see tmlir.ir.vector_ops); no guard."""
+
+    name = "tmgpu.load_vector"
+    traits = traits_def(InsideKernel(KernelOp))
+    GUARDED: ClassVar[bool] = False
+
+    @classmethod
+    def kernel_type(cls) -> type[KernelOp]:
+        return KernelOp
+
+
+@irdl_op_definition
 class MmaOp(MmaOpBase):
     """``tmlir_mma_m16n8k16_f16(d, a, b, c)``: a warp's D = A * B + C (see MmaOpBase)."""
 
@@ -477,7 +494,7 @@ class LaunchOp(LaunchOpBase):
 TMGPU = Dialect(
     "tmgpu",
     [KernelOp, ThreadIdOp, BlockIdOp, GridDimOp, SharedAllocOp, LocalAllocOp, BarrierOp, ShuffleOp,
-     MmaOp, LdmatrixOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, AtomicAddOp, LoadCgOp, FenceOp, AllocOp,
-     WeightOp, ViewOp, LaunchOp],
+     LoadVectorOp, MmaOp, LdmatrixOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, AtomicAddOp, LoadCgOp, FenceOp,
+     AllocOp, WeightOp, ViewOp, LaunchOp],
     [],
 )

@@ -31,10 +31,10 @@ a target device, every template uses its default parameters.
 **Pinned schedules and changed defaults.** A tunable op (in a group: the anchor) may carry
 a ``schedule`` attribute naming its template's parameters (``tmlir/schedules/pinned.py``,
 ``docs/schedules.md``): the kernel is built with them, whatever the records say.
-``matmul`` and ``conv`` change the default parameters of the matmul and implicit-GEMM
-convolution templates (``matmul="block_warps=2x2 block_k=16"``: the parameters left out
-keep their default for each op's problem); they apply where neither a pin nor a record
-does, and not to f64 matmuls. Every pin in the module is checked before anything is
+``matmul``, ``conv`` and ``gemv`` change the default parameters of the matmul,
+implicit-GEMM convolution and small-M matmul templates (``matmul="block_warps=2x2
+block_k=16"``: the parameters left out keep their default for each op's problem); they
+apply where neither a pin nor a record does, and not to f64 matmuls. Every pin in the module is checked before anything is
 converted; a wrong parameter is one error naming the op (``OpError``) and the parameter.
 """
 
@@ -202,9 +202,10 @@ class ConvertGraphToTm(ModulePass):
 
     ``target-device`` (default empty: no tuning records), ``target-arch`` (default sm_90)
     and ``tuning-records`` (a path; default the standard location) choose the tuning
-    records that tunable anchors are built with (see the module docstring). ``matmul`` and
-    ``conv`` (``name=value`` words, e.g. ``"block_warps=2x2 lanes=8x4 block_k=16"``)
-    change the default parameters of the matmul and implicit-GEMM convolution templates;
+    records that tunable anchors are built with (see the module docstring). ``matmul``,
+    ``conv`` and ``gemv`` (``name=value`` words, e.g. ``"block_warps=2x2 lanes=8x4
+    block_k=16"``) change the default parameters of the matmul, implicit-GEMM convolution
+    and small-M matmul templates;
     a ``schedule`` attribute on an op wins over records and defaults.
     """
 
@@ -221,13 +222,15 @@ class ConvertGraphToTm(ModulePass):
     """The matmul template's default parameters, e.g. "lanes=8x4 block_k=16"."""
     conv: str = ""
     """The implicit-GEMM convolution template's default parameters, e.g. "block_warps=1x2"."""
+    gemv: str = ""
+    """The small-M matmul template's default parameters, e.g. "warps=4 unroll=2"."""
 
     def __post_init__(self) -> None:
         check_target_arch(self.name, self.target_arch)
         self.default_values()  # ValueError, one line, for a bad option
 
     def default_values(self) -> dict[str, dict[str, int | tuple[int, ...]]]:
-        """The parameters the ``matmul`` and ``conv`` options set, by template."""
+        """The parameters the ``matmul``, ``conv`` and ``gemv`` options set, by template."""
         values: dict[str, dict[str, int | tuple[int, ...]]] = {}
         for template, option in OPTIONS.items():
             try:

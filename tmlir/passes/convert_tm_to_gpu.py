@@ -5,7 +5,8 @@ In: tm IR whose task mappings are lowered (``tm-lower-mappings``). Out:
 arrays, barriers, warp shuffles, the tensor-core ops and the global ``atomic_add``, ``fence``
 and ``load_cg`` (``tm.shuffle`` → ``tmgpu.shuffle``, ``tm.mma`` → ``tmgpu.mma``, ..., one to one);
 ``tm.load``/``tm.store`` become ``memref.load``/``memref.store``, wrapped in ``scf.if``
-bound checks for their guarded dimensions (a guarded load yields 0 when out of range);
+bound checks for their guarded dimensions (a guarded load yields 0 when out of range), and
+``tm.load_vector`` becomes ``tmgpu.load_vector``, its guard an ``scf.if`` yielding zeros;
 host ``tm.launch`` becomes ``tmgpu.launch`` with the kernel's grid and block sizes, and a
 host ``tm.view`` (a buffer seen with another shape) becomes
 ``tmgpu.view``. A shared or register buffer with a data layout becomes 1-D storage of
@@ -95,7 +96,7 @@ def _storage_indices(b: IRBuilder, layouts: Layouts, buffer: SSAValue,
     return list(indices) if layout is None else [b.value(linear_offset(b, layout, indices))]
 
 
-def _in_bounds(b: IRBuilder, access: tm.GuardedAccess, shape: Sequence[int],
+def _in_bounds(b: IRBuilder, access: tm.GuardedAccess | tm.LoadVectorOp, shape: Sequence[int],
                indices) -> SSAValue | None:
     condition: SSAValue | None = None
     for d in access.guarded_dims:
@@ -135,6 +136,35 @@ class ConvertLoad(RewritePattern):
                 b.insert(scf.YieldOp(zero))
             loaded = b.insert(scf.IfOp(condition, [op.result.type], [then], [other])).results[0]
         rewriter.replace(op, [], [loaded])  # `loaded` takes the load's name
+
+
+class ConvertLoadVector(RewritePattern):
+    """``tm.load_vector`` → ``tmgpu.load_vector`` (a global buffer: no layout), in an
+    ``scf.if`` yielding zeros when a guarded index is out of range."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tm.LoadVectorOp, rewriter: PatternRewriter) -> None:
+        b = IRBuilder.from_rewriter(rewriter)
+        condition = _in_bounds(b, op, op.memref.type.get_shape(), op.indices)
+
+        def load() -> list[SSAValue]:
+            new = b.insert(tmgpu.LoadVectorOp(op.memref, op.indices, op.width))
+            for old, value in zip(op.res, new.results):
+                value.name_hint = old.name_hint
+            return list(new.results)
+
+        if condition is None:
+            loaded = load()
+        else:
+            then, other = Block(), Block()
+            with b.at(then):
+                b.insert(scf.YieldOp(*load()))
+            with b.at(other):
+                zero = b.constant(0, op.res[0].type)
+                b.insert(scf.YieldOp(*[zero] * op.width))
+            types = [r.type for r in op.res]
+            loaded = list(b.insert(scf.IfOp(condition, types, [then], [other])).results)
+        rewriter.replace(op, [], loaded)  # the values take the load's names
 
 
 class ConvertStore(RewritePattern):
@@ -328,7 +358,8 @@ class ConvertTmToGpu(ModulePass):
                  for k in kernels}
         layouts: Layouts = {}
         patterns: list[RewritePattern] = [
-            ConvertKernel(wide), ConvertAlloc(layouts), ConvertLoad(layouts), ConvertStore(layouts),
+            ConvertKernel(wide), ConvertAlloc(layouts), ConvertLoad(layouts), ConvertLoadVector(),
+            ConvertStore(layouts),
             ConvertLaunch(sizes), ConvertOneToOne(), ConvertTensorCore(layouts),
         ]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns, dce_enabled=False),

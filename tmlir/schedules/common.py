@@ -1,6 +1,7 @@
 """Pieces shared by schedule templates: buffer types, index helpers, kernel attributes,
-`per_element` (one thread per element of a shape) and `half_arguments`, which makes a
-template that computes in f32 serve float16 tensors."""
+`per_element` (one thread per element of a shape), `half_arguments`, which makes a
+template that computes in f32 serve float16 tensors, and `scalar_loads`, which splits a
+vector load into the element loads it stands for."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from xdsl.rewriter import Rewriter
 from tmlir import dtypes
 from tmlir.dialects import tm
 from tmlir.ir.builder import Index, IRBuilder
+from tmlir.ir.vector_ops import vector_widths
 from tmlir.mapping import spatial
 
 
@@ -94,8 +96,10 @@ def half_arguments(kernel: tm.KernelOp, elements: Sequence[Attribute]) -> tm.Ker
     ``f16`` buffer: its ``tm.load``s widen what they read (``arith.extf``) and its
     ``tm.store``s round what they write to nearest even (``arith.truncf``), so a template
     that computes in f32 serves float16 tensors with one rounding per stored element. Uses
-    the interface every template shares (an argument is read only by ``tm.load`` and written only by ``tm.store``).
-    Returns `kernel`, changed in place."""
+    the interface every template shares (an argument is read only by ``tm.load`` -- or
+    ``tm.load_vector``, which reads the same width of ``f16``s, or element by element where
+    that width has no vector -- and written only by ``tm.store``). Returns `kernel`,
+    changed in place."""
     block = kernel.body.block
     assert len(kernel.tensor_args) == len(elements), "one element type per tensor argument"
     for index, element in enumerate(elements):
@@ -106,9 +110,21 @@ def half_arguments(kernel: tm.KernelOp, elements: Sequence[Attribute]) -> tm.Ker
         new.name_hint = old.name_hint
         for use in list(old.uses):
             access = use.operation
-            assert isinstance(access, tm.LoadOp | tm.StoreOp) and access.memref is old, access
+            assert isinstance(access, tm.LoadOp | tm.LoadVectorOp | tm.StoreOp) and access.memref is old, access
             b = IRBuilder.before(access)
-            if isinstance(access, tm.LoadOp):
+            if isinstance(access, tm.LoadVectorOp) and access.width in vector_widths(element):
+                vector = b.insert(tm.LoadVectorOp(new, list(access.indices), access.width, access.guarded_dims))
+                vector.attributes.update(access.attributes)
+                for result, value in zip(access.res, vector.results):
+                    result.replace_all_uses_with(b.widen(value, result.name_hint))
+                Rewriter.erase_op(access)
+            elif isinstance(access, tm.LoadVectorOp):  # no vector of this width: element by element
+                for load in scalar_loads(access):
+                    b = IRBuilder.before(load)
+                    widened = b.insert(tm.LoadOp(new, list(load.indices), load.guarded_dims))
+                    load.result.replace_all_uses_with(b.widen(widened.results[0], load.result.name_hint))
+                    Rewriter.erase_op(load)
+            elif isinstance(access, tm.LoadOp):
                 load = b.insert(tm.LoadOp(new, list(access.indices), access.guarded_dims))
                 load.attributes.update(access.attributes)
                 access.result.replace_all_uses_with(b.widen(load.results[0], access.result.name_hint))
@@ -120,3 +136,20 @@ def half_arguments(kernel: tm.KernelOp, elements: Sequence[Attribute]) -> tm.Ker
                 Rewriter.replace_op(access, store)
         block.erase_arg(old)
     return kernel
+
+
+def scalar_loads(vector: tm.LoadVectorOp) -> list[tm.LoadOp]:
+    """Replace `vector` (``tm.load_vector xN %x[..., %k]``) by the N ``tm.load``s of
+    ``x[..., k + j]`` it stands for, with its guard, named as its results; returns them
+    (fusion rewrites element loads, and a narrow view may have no vector of that width)."""
+    b = IRBuilder.before(vector)
+    *lead, last = vector.indices
+    loads = []
+    for j, result in enumerate(vector.res):
+        load = b.insert(tm.LoadOp(vector.memref, [*lead, b.value(b.add(last, j))], vector.guarded_dims))
+        load.attributes.update(vector.attributes)
+        load.results[0].name_hint = result.name_hint
+        result.replace_all_uses_with(load.results[0])
+        loads.append(load)
+    Rewriter.erase_op(vector)
+    return loads

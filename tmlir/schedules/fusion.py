@@ -16,7 +16,9 @@ post-scheduling fusion (Hidet, Ding et al., ASPLOS 2023, section 5):
 * every ``tm.load`` of an operand computed by the prologue becomes that computation at the
   load's coordinates: the prologue's ``Element``s evaluated down to ``tm.load``s of the
   group's inputs. A guarded load becomes ``if (in range) { prologue } else { 0 }``, as the
-  load gave 0 out of range;
+  load gave 0 out of range. A ``tm.load_vector`` of such an operand is first split into the
+  element loads it stands for (``common.scalar_loads``; templates read prologue operands
+  with scalar loads anyway, ``kernel_for(..., prologue=...)``);
 * every ``tm.store`` of an anchor result that the epilogue reads is followed by the
   epilogue: for each yielded value downstream of it, its coordinates (the bijections
   applied to the stored coordinates), its element (the epilogue's ``Element``s with the
@@ -48,6 +50,7 @@ from xdsl.rewriter import Rewriter
 
 from tmlir.dialects import graph, tm
 from tmlir.ir.builder import Index, IRBuilder
+from tmlir.schedules.common import scalar_loads
 from tmlir.schedules.data_movement import buffer_indices
 from tmlir.schedules.injective import (
     element_of,
@@ -339,8 +342,12 @@ class _Rewrite:
     # ---- prologue ---------------------------------------------------------------------
     def prologue(self, arg: BlockArgument, value: SSAValue) -> None:
         """Every load of `arg` (the anchor's operand `value`, computed in the group) becomes
-        the computation of that element."""
+        the computation of that element (a vector load: of each of its elements; a copy:
+        loads of its elements, `_copies_to_loads`)."""
         _copies_to_loads(arg)
+        for use in list(arg.uses):
+            if isinstance(use.operation, tm.LoadVectorOp):
+                scalar_loads(use.operation)
         for load, b, shape in self._accesses(arg, tm.LoadOp, "input"):
             condition = _in_bounds(b, load, shape)
             evaluator = _Evaluator(self, b, {})

@@ -8,7 +8,8 @@ and steps in flight. The cost report reads it from the IR; a template's default 
 it on candidates before any IR exists. A template without an entry here (or a hand-written
 kernel) is estimated as a kernel without a k-loop.
 
-**Tensor-core engine** (``matmul_tc``, ``conv2d_tc``): see `tc_kloop`.
+**Tensor-core engine** (``matmul_tc``, ``conv2d_tc``): see `tc_kloop`; **small-M
+template** (``matmul_gemv``): see `gemv_kloop`.
 
 **SIMT GEMM, register prefetch** (``stages`` 1, the only kind before issue 27): per step
 and thread ``thread_m * thread_n * block_k`` FFMAs, ``block_k * (thread_m + thread_n) / 4``
@@ -106,7 +107,32 @@ def tc_kloop(params: Params, gathered_b: bool = False) -> KLoop:
                  tail_round_trips=SPLIT_K_ROUND_TRIPS if split > 1 else 0)
 
 
+GEMV_STEP_OVERHEAD = 20
+"""Instructions per k-step and warp of the small-M template besides its loads and FMAs."""
+GEMV_VECTOR_A_ROWS = 8
+"""Rows of A the small-M template loads as vectors (``matmul_gemv_params.VECTOR_A_ROWS``)."""
+
+
+def gemv_kloop(params: Params) -> KLoop:
+    """The k-loop of the small-M template (``matmul_gemv.py``) from its header: ``k_steps``
+    steps; per step a thread issues ``unroll`` vector loads of B, the A elements they meet
+    (``nk``: vectors for the first 8 rows, elements past them; ``kn``: one element per row
+    and unrolled row) and ``rows x vector x unroll`` FMAs. The unrolled loads of a step are
+    in flight together, not the next step's: one step in flight, each as many bytes as the
+    block's threads load."""
+    rows, threads = int(params["M"]), int(params["threads"])
+    vector, unroll = int(params["vector"]), int(params["unroll"])
+    nk = str(params["layout"]) == "nk"
+    if nk:
+        a_loads = min(rows, GEMV_VECTOR_A_ROWS) + max(0, rows - GEMV_VECTOR_A_ROWS) * vector
+    else:
+        a_loads = rows
+    instructions = unroll * (1 + a_loads + rows * vector) + GEMV_STEP_OVERHEAD
+    return KLoop(int(params["k_steps"]), instructions, threads * unroll * vector * FLOAT_BYTES, depth=1)
+
+
 KLOOPS: dict[str, Callable[[Params], KLoop]] = {
+    "matmul_gemv": gemv_kloop,
     "matmul_simt": simt_kloop,
     "conv2d_implicit_gemm": lambda params: simt_kloop(params, gathered_b=True),
     "matmul_tc": tc_kloop,
@@ -139,6 +165,13 @@ def register_estimate(template: str, params: Params) -> int | None:
         return None
     try:
         split = int(params.get("split_k", 1))
+        if template == "matmul_gemv":  # as MatmulGemvParams.register_estimate
+            rows, vector, unroll = int(params["M"]), int(params["vector"]), int(params["unroll"])
+            if str(params["layout"]) != "nk":
+                return rows * vector + unroll * vector + 24
+            if rows <= GEMV_VECTOR_A_ROWS:
+                return 24 + rows + unroll * vector + rows * vector * unroll // 2
+            return 24 + 2 * rows + unroll * vector
         if template in ("matmul_tc", "conv2d_tc"):
             warps_m, warps_n = _pair(params["warps"])
             mm, mn = int(params["block_m"]) // warps_m // 16, int(params["block_n"]) // warps_n // 8

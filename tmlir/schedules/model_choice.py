@@ -7,8 +7,8 @@ is estimated without building its kernel: its header (`header`: the template's p
 as the kernel's ``tm.params`` will list them, and the problem's ``M``, ``N``, ``K``) gives
 its k-loop (``kloops.py``); its blocks, threads and shared memory come from the parameter
 object, its registers from the template's estimate, its compulsory bytes from the problem's
-tensors. Ties (equal estimates, e.g. two latency-bound candidates) go to the earlier
-candidate of the space, so the choice is deterministic.
+tensors. Of equal estimates (two candidates at the same roofline) the one with more slack
+under it wins, then the earlier candidate of the space, so the choice is deterministic.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from tmlir.gpus import DEFAULT_GPU, Gpu, gpu
 from tmlir.latency import Estimate, Launch, estimate
 from tmlir.schedules.conv2d import Conv2dProblem
 from tmlir.schedules.kloops import TC_ELEMENTS, kloop, register_estimate
-from tmlir.schedules.matmul_simt import MatmulProblem
+from tmlir.schedules.matmul_gemv_params import MatmulGemvParams
+from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams
 
 #: The GPU each compute capability's defaults are chosen for when no device is named.
 ARCH_GPUS = {"sm_80": "A100", "sm_86": "A100", "sm_89": "A100", "sm_90": "H100"}
@@ -47,10 +48,12 @@ def header(template: str, problem: MatmulProblem | Conv2dProblem, params: Any, e
     """The ``tm.params`` a kernel of `template` with `params` for `problem` lists (what the
     latency model reads of it)."""
     gemm = _gemm(problem)
-    values: dict[str, int | str] = {**params.describe(), "M": gemm.m, "N": gemm.n, "K": gemm.k}
+    # the small-M template's header depends on the problem (its rows, B's layout, the k-step)
+    described = params.describe(gemm) if isinstance(params, MatmulGemvParams) else params.describe()
+    values: dict[str, int | str] = {**described, "M": gemm.m, "N": gemm.n, "K": gemm.k}
     if template.endswith("_tc"):
         values["dtype"] = element
-    else:  # the SIMT engine's: split_k, and how its operands travel (none gathered)
+    elif isinstance(params, MatmulSimtParams):  # the SIMT engine's: split_k, how its operands travel
         copy_a, copy_b = params.copy_kinds(gemm, im2col=isinstance(problem, Conv2dProblem))
         values.update({"split_k": 1, "copy_a": copy_a, "copy_b": copy_b})
     return values
@@ -95,10 +98,11 @@ def _tc_shared(params: Any, gemm: MatmulProblem, element: str) -> int:
 def ranked(template: str, problem: MatmulProblem | Conv2dProblem, candidates: Sequence[Any],
            on: Gpu, element: str = "f32") -> list[tuple[Any, Estimate]]:
     """`candidates` of `template` for `problem` with their estimates on `on`, fastest
-    first (ties keep the candidates' order)."""
+    first; of equals (a bandwidth-bound GEMV's, say) the one with the shortest rounds under
+    its roofline -- the most slack --, then the candidates' order."""
     scored = [(params, estimate(candidate_launch(template, problem, params, element), on))
               for params in candidates]
-    return sorted(scored, key=lambda pair: pair[1].seconds)
+    return sorted(scored, key=lambda pair: (pair[1].seconds, pair[1].latency_seconds))
 
 
 def fastest(template: str, problem: MatmulProblem | Conv2dProblem, candidates: Sequence[Any],

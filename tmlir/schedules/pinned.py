@@ -9,9 +9,10 @@ keyed by the names ``tm-space`` prints (integers as integers, pairs as
 
 or the text of a ``convert-graph-to-tm`` option, the same parameters as ``name=value``
 words (pairs as ``AxB``): ``matmul="block_warps=2x2 lanes=8x4 block_k=16"``. Out: the
-template's parameter object (`MatmulSimtParams`, or `MatmulTcParams` for a matmul on
-tensor cores: ``{schedule = {block_m = 64, block_n = 64, block_k = 32, warps = array<i64:
-2, 2>, stages = 3}}``), or one line naming the op and the
+template's parameter object (`MatmulSimtParams`, `MatmulGemvParams` for a matmul of at
+most 16 rows: ``{schedule = {warps = 4, vector = 4, unroll = 2, block_n = 4}}``, or
+`MatmulTcParams` for a matmul on tensor cores: ``{schedule = {block_m = 64, block_n = 64,
+block_k = 32, warps = array<i64: 2, 2>, stages = 3}}``), or one line naming the op and the
 parameter that is wrong. A parameter left out takes its value from the template's default
 candidate for the op's problem; a name the space does not have, a value of the wrong type
 or outside the space's choices, and a candidate that breaks one of its constraints for
@@ -37,6 +38,7 @@ from xdsl.ir import Attribute, Operation
 from tmlir.dialects import graph
 from tmlir.ir.diagnostics import OpError
 from tmlir.schedules.conv2d import Conv2dProblem
+from tmlir.schedules.matmul_gemv import MATMUL_GEMV_SPACE, MatmulGemvParams
 from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulProblem, MatmulSimtParams, matmul_simt_space
 from tmlir.schedules.matmul_tc import MATMUL_TC_SPACE, default_params, tc_space
 from tmlir.schedules.space import Space, value_text
@@ -45,16 +47,19 @@ from tmlir.schedules.templates import DEFAULT_ARCH, TemplateParams, TunableProbl
 #: The attribute of a graph op naming its schedule's parameters.
 SCHEDULE_ATTR = "schedule"
 #: The space of each tunable template where no architecture is named (the SIMT ones take
-#: `MatmulSimtParams` on a GEMM problem, sm_80's limits; the tensor-core ones
-#: `MatmulTcParams`): names and choices. `space_of` has the one of an element type and arch.
+#: `MatmulSimtParams` on a GEMM problem, sm_80's limits; the small-M one `MatmulGemvParams`;
+#: the tensor-core ones `MatmulTcParams`): names and choices. `space_of` has the one of an
+#: element type and arch.
 SPACES: dict[str, Space] = {
     "matmul_simt": MATMUL_SIMT_SPACE, "conv2d_implicit_gemm": MATMUL_SIMT_SPACE, "matmul_tc": MATMUL_TC_SPACE,
-    "conv2d_tc": MATMUL_TC_SPACE,
+    "conv2d_tc": MATMUL_TC_SPACE, "matmul_gemv": MATMUL_GEMV_SPACE,
 }
+#: The SIMT GEMM engine's templates, whose space depends on the target arch.
+SIMT_TEMPLATES = ("matmul_simt", "conv2d_implicit_gemm")
 #: The tensor-core templates, whose space and default depend on the operands' element type.
 TENSOR_CORE_TEMPLATES = ("matmul_tc", "conv2d_tc")
 #: The ``convert-graph-to-tm`` option that changes each template's defaults.
-OPTIONS = {"matmul_simt": "matmul", "conv2d_implicit_gemm": "conv"}
+OPTIONS = {"matmul_simt": "matmul", "conv2d_implicit_gemm": "conv", "matmul_gemv": "gemv"}
 Values = Mapping[str, int | tuple[int, ...]]
 
 
@@ -70,13 +75,15 @@ def space_of(template: str, element: str = "f16", arch: str | None = None) -> Sp
     arch (`matmul_simt_space`)."""
     if template in TENSOR_CORE_TEMPLATES:
         return tc_space(element)
-    return matmul_simt_space(arch) if template in OPTIONS else SPACES[template]
+    return matmul_simt_space(arch) if template in SIMT_TEMPLATES else SPACES[template]
 
 
 def default_of(template: str, gemm: MatmulProblem, element: str = "f16", arch: str | None = None) -> TemplateParams:
     """The parameters `template` uses untuned for `gemm` with operands of `element` on `arch`."""
     if template in TENSOR_CORE_TEMPLATES:
         return default_params(gemm, element)
+    if template == "matmul_gemv":
+        return MatmulGemvParams.default_for(gemm)
     return MatmulSimtParams.default_for(gemm, arch)
 
 
@@ -121,9 +128,9 @@ def _is_pair(name: str, space: Space = MATMUL_SIMT_SPACE) -> bool:
 _WORD = re.compile(r"([A-Za-z_]\w*)=(\d+(?:x\d+)*)$")
 
 
-def values_from_text(text: str) -> dict[str, int | tuple[int, ...]]:
-    """The parameters of an option's text, ``name=value`` words separated by spaces or
-    commas (pairs ``AxB``); ValueError for a word of another form or a wrong type."""
+def values_from_text(text: str, space: Space = MATMUL_SIMT_SPACE) -> dict[str, int | tuple[int, ...]]:
+    """The parameters of `space` in an option's text, ``name=value`` words separated by
+    spaces or commas (pairs ``AxB``); ValueError for a word of another form or a wrong type."""
     values: dict[str, int | tuple[int, ...]] = {}
     for word in text.replace(",", " ").split():
         match = _WORD.match(word)
@@ -131,7 +138,7 @@ def values_from_text(text: str) -> dict[str, int | tuple[int, ...]]:
             raise ValueError(f"'{word}' is not name=value (e.g. block_k=16 or block_warps=2x2)")
         name, value = match.groups()
         parsed = tuple(int(v) for v in value.split("x")) if "x" in value else int(value)
-        pair = _is_pair(name)
+        pair = _is_pair(name, space)
         if pair != isinstance(parsed, tuple):
             wanted = "a pair AxB" if pair else "an integer"
             raise ValueError(f"parameter '{name}' expects {wanted}, got {value}")
@@ -142,7 +149,7 @@ def values_from_text(text: str) -> dict[str, int | tuple[int, ...]]:
 def check_option(template: str, text: str) -> dict[str, int | tuple[int, ...]]:
     """The parameters of an option's text for `template`, their names and choices checked
     (constraints depend on the problem: they are checked per op)."""
-    values = values_from_text(text)
+    values = values_from_text(text, SPACES[template])
     SPACES[template].check_values(values)
     return values
 
@@ -192,7 +199,8 @@ def verify_schedules(root: Operation, arch: str = DEFAULT_ARCH, *, constraints: 
 def schedule_attr_text(params: TemplateParams) -> str:
     """The attribute that pins `params`, to paste into an op's attribute dictionary."""
     fields = []
-    space = MATMUL_SIMT_SPACE if isinstance(params, MatmulSimtParams) else MATMUL_TC_SPACE
+    space = MATMUL_SIMT_SPACE if isinstance(params, MatmulSimtParams) else \
+        MATMUL_GEMV_SPACE if isinstance(params, MatmulGemvParams) else MATMUL_TC_SPACE
     for p in space.params:
         value = getattr(params, p.name)
         fields.append(f"{p.name} = array<i64: {value[0]}, {value[1]}>" if isinstance(value, tuple)
@@ -200,6 +208,8 @@ def schedule_attr_text(params: TemplateParams) -> str:
     return f"{SCHEDULE_ATTR} = {{{', '.join(fields)}}}"
 
 
-def option_text(params: MatmulSimtParams) -> str:
-    """`params` as the value of a ``convert-graph-to-tm`` option (``matmul="..."``)."""
-    return " ".join(f"{p.name}={value_text(getattr(params, p.name))}" for p in MATMUL_SIMT_SPACE.params)
+def option_text(params: MatmulSimtParams | MatmulGemvParams) -> str:
+    """`params` as the value of a ``convert-graph-to-tm`` option (``matmul="..."``,
+    ``gemv="..."``)."""
+    space = MATMUL_GEMV_SPACE if isinstance(params, MatmulGemvParams) else MATMUL_SIMT_SPACE
+    return " ".join(f"{p.name}={value_text(getattr(params, p.name))}" for p in space.params)

@@ -21,7 +21,9 @@ graph op                               template
 =====================================  ==================================================
 ``matmul``                             ``matmul_tc.py`` (tensor cores: f16/bf16 operands,
                                        or f32 ones on an op marked ``tf32``; sm_80+),
-                                       else ``matmul_simt.py`` (SIMT GEMM)
+                                       else ``matmul_gemv.py`` (at most 16 rows, B not
+                                       batched; not f64), else ``matmul_simt.py`` (SIMT
+                                       GEMM)
 elementwise, logic, ``where``, cast    ``elementwise.py`` (one thread per element)
 reductions, softmax, layer norm, pools ``reduction_ops.py`` → ``reduce.py``, ``pool.py``
 ``lp_pool``, ``lrn``                   ``normalization.py`` → ``pool.py``, LRN (per element)
@@ -58,6 +60,8 @@ from tmlir.schedules import (
 from tmlir.schedules.common import half_arguments
 from tmlir.schedules.conv import conv_problem
 from tmlir.schedules.conv2d import Conv2dProblem, conv2d_kernel
+from tmlir.schedules.matmul_gemv import MatmulGemvParams, matmul_gemv_kernel
+from tmlir.schedules.matmul_gemv import takes as small_m_takes
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
 from tmlir.schedules.matmul_tc import check_problem, default_params, matmul_tc_kernel
 from tmlir.schedules.registry import NoTemplate, kernel_builder
@@ -95,7 +99,7 @@ def check_element_types(op: Operation) -> None:
 
 
 TunableProblem = MatmulProblem | Conv2dProblem
-TemplateParams = MatmulSimtParams | MatmulTcParams
+TemplateParams = MatmulSimtParams | MatmulTcParams | MatmulGemvParams
 #: Recorded parameters for a tunable kernel, given its template name, problem (see
 #: `tunable_problem`) and the element type it computes on (``f32``; ``f16``, ``bf16`` or
 #: ``tf32`` for the tensor-core templates); None to use the template's default.
@@ -119,8 +123,9 @@ def tunable_problem(op: Operation, arch: str = DEFAULT_ARCH) -> tuple[str, Tunab
     """The template name and problem of an op whose kernel is built from a parameter
     space (a ``graph.matmul``: ``matmul_tc`` on tensor cores when its operands are both
     f16 or both bf16 -- or both f32 and the op carries `TF32_ATTR` --, the template covers
-    its shape and `arch` is sm_80 or newer, else
-    ``matmul_simt``; a 2-D ``graph.conv`` on implicit GEMM), else None. The problem is
+    its shape and `arch` is sm_80 or newer, else ``matmul_gemv`` for at most 16 rows (a
+    batch folded in) of an unbatched B that is not f64, else ``matmul_simt``; a 2-D
+    ``graph.conv`` on implicit GEMM), else None. The problem is
     the one `kernel_for` builds the kernel from; ValueError for a convolution that cannot
     be built."""
     if not isinstance(op, graph.MatmulOp | graph.ConvOp):
@@ -136,7 +141,10 @@ def tunable_problem(op: Operation, arch: str = DEFAULT_ARCH) -> tuple[str, Tunab
             op.transpose_lhs is not None, op.transpose_rhs is not None,
             op.alpha_value, op.beta_value,
         )
-        return ("matmul_tc" if _on_tensor_cores(op, problem, arch) else "matmul_simt"), problem
+        if _on_tensor_cores(op, problem, arch):
+            return "matmul_tc", problem
+        double = isinstance(op.result.type.get_element_type(), Float64Type)  # type: ignore[attr-defined]
+        return ("matmul_gemv" if small_m_takes(problem) and not double else "matmul_simt"), problem
     if isinstance(op, graph.ConvOp) and len(_shape(op.input)) == 4:
         problem = conv_problem(_shape(op.input), _shape(op.weight), *op.attributes_tuple(),
                                op.bias is not None)
@@ -180,8 +188,8 @@ def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None,
     `pinned` parameters (its schedule pinned in IR, see ``pinned.py``), else those `tuned`
     returns for it, else its template's default. `prologue` names the operands a fused
     prologue will compute: a GEMM template (tensor-core or SIMT) reads them with ``tm.load``
-    instead of copying them with ``cp.async`` (every other template reads operands with
-    ``tm.load``).
+    instead of copying them with ``cp.async``, the small-M one instead of ``tm.load_vector``
+    (every other template reads operands with ``tm.load``).
     NoTemplate for an op without a template; ValueError for what its template cannot do."""
     check_element_types(op)
     if (tunable := tunable_problem(op, arch)) is not None:
@@ -204,6 +212,12 @@ def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None,
                                  f"on tensor cores ({computed} operands)")
             kernel = conv2d_tc.conv2d_tc_kernel(name, problem, params or default_params(problem.gemm, operand),
                                                 operand, gathered=prologue)
+        elif template == "matmul_gemv":
+            assert isinstance(problem, MatmulProblem)
+            if params is not None and not isinstance(params, MatmulGemvParams):
+                raise ValueError("the parameters are another template's, but this matmul has at most "
+                                 "16 rows: it runs on matmul_gemv")
+            kernel = matmul_gemv_kernel(name, problem, params or MatmulGemvParams.default_for(problem), prologue)
         else:
             # f16/bf16 operands are read widened through `half_arguments`: with tm.load, as
             # those a prologue computes

@@ -36,9 +36,9 @@ def removed_unit_dims(shape: Sequence[int], view: Sequence[int]) -> list[int]:
 
 def view_kernel_args(kernel: tm.KernelOp, shapes: Mapping[int, Sequence[int]]) -> tm.KernelOp:
     """Retype kernel argument ``i`` to a buffer of ``shapes[i]``, its shape without some
-    extent-1 dims, and drop those dims' indices from its ``tm.load`` / ``tm.store``s
-    (which must not guard them) and the ``tm.cp_async``s that copy from it. Returns
-    `kernel`, changed in place."""
+    extent-1 dims, and drop those dims' indices from its ``tm.load`` / ``tm.load_vector`` /
+    ``tm.store``s (which must not guard them) and the ``tm.cp_async``s that copy from it.
+    Returns `kernel`, changed in place."""
     block = kernel.body.block
     for index, view in shapes.items():
         old = block.args[index]
@@ -57,11 +57,17 @@ def view_kernel_args(kernel: tm.KernelOp, shapes: Mapping[int, Sequence[int]]) -
                 copy.attributes.update(access.attributes)
                 Rewriter.replace_op(access, copy)
                 continue
-            assert isinstance(access, tm.LoadOp | tm.StoreOp) and access.memref is old, access
+            assert isinstance(access, tm.LoadOp | tm.LoadVectorOp | tm.StoreOp) and access.memref is old, access
             assert not set(access.guarded_dims) & set(removed), "a removed unit dim is guarded"
             indices = [access.indices[d] for d in kept]
             guard = [kept.index(d) for d in access.guarded_dims]
-            if isinstance(access, tm.LoadOp):
+            replacement: tm.LoadOp | tm.LoadVectorOp | tm.StoreOp
+            if isinstance(access, tm.LoadVectorOp):
+                assert len(shape) - 1 not in removed, "a vector load's last dim is removed"
+                replacement = tm.LoadVectorOp(new, indices, access.width, guard)
+                for result, value in zip(access.res, replacement.results):
+                    value.name_hint = result.name_hint
+            elif isinstance(access, tm.LoadOp):
                 replacement = tm.LoadOp(new, indices, guard)
                 replacement.result.name_hint = access.result.name_hint
             else:

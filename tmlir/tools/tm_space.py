@@ -4,6 +4,7 @@
     tm-space matmul --m 257 --n 131 --k 75 --batch 4 --json
     tm-space matmul --m 1024 --n 1024 --k 1024 --pin 17    # candidate 17, to paste
     tm-space matmul_tc --m 4096 --n 4096 --k 4096 --dtype bf16  # the tensor-core template
+    tm-space gemv --m 1 --n 4096 --k 4096 --trans-b        # the small-M template, B stored N x K
 
 The space is the one of the target (``--arch``, default sm_90: the SIMT template's
 cp.async pipeline from sm_80 and the shared memory a block may opt in to), and every valid
@@ -16,8 +17,10 @@ that pins it on a ``graph.matmul`` in IR and as the ``matmul`` option of
 ``convert-graph-to-tm`` (see docs/schedules.md). ``matmul_tc`` is the tensor-core template
 (f16 or bf16 operands, ``--dtype``; batches and ``--trans-b`` too, not ``--trans-a``): the
 template a ``graph.matmul`` on f16/bf16 operands takes from sm_80; its ``--pin`` prints the
-attribute only (there is no pass option for it). User errors are one line, ``tm-space:
-error: ...``, and exit status 1.
+attribute only (there is no pass option for it). ``gemv`` is the small-M template
+(``matmul_gemv``: at most 16 rows, an unbatched B; ``--trans-b`` for B stored ``N x K``),
+the one a ``graph.matmul`` of so few rows takes; its ``--pin`` prints the attribute and the
+``gemv`` option. User errors are one line, ``tm-space: error: ...``, and exit status 1.
 """
 
 from __future__ import annotations
@@ -28,12 +31,18 @@ import sys
 from collections.abc import Sequence
 
 from tmlir.backends.ptx import SUPPORTED_ARCHS, CudaCompileError
+from tmlir.schedules.matmul_gemv import MatmulGemvParams
+from tmlir.schedules.matmul_gemv import takes as gemv_takes
 from tmlir.schedules.matmul_simt import MatmulProblem
 from tmlir.schedules.pinned import option_text, schedule_attr_text
 from tmlir.tools.cli import ToolParser, one_line_failures, positive_int
 from tmlir.tuning.space import TunableKernel
 
-TEMPLATES = ("matmul", "matmul_tc")
+TEMPLATES = ("matmul", "matmul_tc", "gemv")
+#: The template of each choice of the command line, and the pass option that changes its
+#: defaults (None: none).
+TEMPLATE_NAMES = {"matmul": "matmul_simt", "matmul_tc": "matmul_tc", "gemv": "matmul_gemv"}
+OPTION_NAMES = {"matmul_simt": "matmul", "matmul_gemv": "gemv"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,22 +89,27 @@ def tunable(args: argparse.Namespace) -> TunableKernel:
     problem = problem_of(args)
     if args.template == "matmul":
         return TunableKernel("matmul_simt", problem, arch=args.arch)
+    if args.template == "gemv":
+        if not gemv_takes(problem):
+            raise ValueError("gemv takes at most 16 rows of an unbatched B (use the matmul template)")
+        return TunableKernel("matmul_gemv", problem, arch=args.arch)
     check_problem(problem, Float16Type() if args.dtype == "f16" else BFloat16Type())
     return TunableKernel("matmul_tc", problem, args.dtype, args.arch)
 
 
 def pin_text(args: argparse.Namespace) -> str:
-    """Candidate ``args.pin`` as the attribute (and, for the SIMT template, the option)
-    that pins it; ValueError for an index outside the space."""
+    """Candidate ``args.pin`` as the attribute (and, for the SIMT and small-M templates,
+    the option) that pins it; ValueError for an index outside the space."""
     kernel = tunable(args)
     candidates = kernel.candidates()
     if not 0 <= args.pin < len(candidates):
         raise ValueError(f"--pin {args.pin}: the space has candidates 0 to {len(candidates) - 1}")
     params = candidates[args.pin].params
-    if kernel.template == "matmul_tc":
+    option = OPTION_NAMES.get(kernel.template)
+    if option is None:
         return schedule_attr_text(params)
     return (f"{schedule_attr_text(params)}\n"
-            f"-p 'convert-graph-to-tm{{matmul=\"{option_text(params)}\"}}'")  # type: ignore[arg-type]
+            f"-p 'convert-graph-to-tm{{{option}=\"{option_text(params)}\"}}'")  # type: ignore[arg-type]
 
 
 def rows(args: argparse.Namespace) -> list[dict]:
@@ -111,8 +125,10 @@ def rows(args: argparse.Namespace) -> list[dict]:
     out = []
     for c in candidates:
         s = stats[c.index]
+        described = c.params.describe(kernel.gemm) if isinstance(c.params, MatmulGemvParams) \
+            else c.params.describe()
         out.append({
-            "index": c.index, "template": kernel.template, **c.params.describe(),
+            "index": c.index, "template": kernel.template, **described,
             "registers": s.registers, "spill_bytes": s.spill_bytes,
             "shared_bytes": s.shared_bytes, "default": c.default,
         })
@@ -123,12 +139,16 @@ COLUMNS = ("index", "block_m", "block_n", "block_k", "stages", "threads", "block
            "lanes", "thread_inner", "registers", "spill_bytes", "shared_bytes", "default")
 TC_COLUMNS = ("index", "block_m", "block_n", "block_k", "warps", "stages", "split_k", "threads", "registers",
               "spill_bytes", "shared_bytes", "default")
+GEMV_COLUMNS = ("index", "layout", "warps", "vector", "unroll", "block_n", "block_k", "k_slices", "k_steps",
+                "threads", "registers", "spill_bytes", "shared_bytes", "default")
+COLUMNS_OF = {"matmul_simt": COLUMNS, "matmul_tc": TC_COLUMNS, "matmul_gemv": GEMV_COLUMNS}
 
 
 def print_table(table: list[dict], args: argparse.Namespace) -> None:
     shape = f"{args.batch} x " if args.batch > 1 else ""
     listed = "" if args.limit is None else " listed"
-    template, columns = ("matmul_tc", TC_COLUMNS) if args.template == "matmul_tc" else ("matmul_simt", COLUMNS)
+    template = TEMPLATE_NAMES[args.template]
+    columns = COLUMNS_OF[template]
     dtype = f" ({args.dtype})" if args.template == "matmul_tc" else ""
     print(f"{template} space for {shape}{args.m} x {args.n} x {args.k}{dtype} on {args.arch}: "
           f"{len(table)}{listed} candidates, {sum(r['spill_bytes'] > 0 for r in table)} spill")

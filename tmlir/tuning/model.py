@@ -3,10 +3,11 @@
 The model is imported and taken through ``lower-to-cuda`` up to the pass that schedules
 (``convert-graph-to-tm``): canonicalized, batch norms folded into convolutions (which
 gives them a bias), partitioned. Every anchor op that `tunable_problem` recognizes is
-then one tunable kernel, built from the same problem the template would build it from
-for the target arch (an f16 or bf16 matmul or convolution is a tensor-core kernel from
-sm_80, of its operands' element type; the SIMT templates compute in f32 whatever their
-tensors store, so their kernels are f32 ones), and kernels with equal signatures are
+then one tunable kernel, built from the same problem the template would build it from for
+the target arch (an f16 or bf16 matmul or convolution is a tensor-core kernel from sm_80,
+of its operands' element type; a matmul of at most 16 rows is the small-M template's; the
+SIMT and small-M templates compute in f32 whatever their tensors store, so their kernels
+are f32 ones), and kernels with equal signatures are
 counted as one. An f64 matmul is not tuned (its template computes in double with its
 default parameters).
 Full-size ResNet-50's 53 convolutions and one GEMM are 24 kernels.

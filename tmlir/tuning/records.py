@@ -3,15 +3,16 @@
 One JSON object per line, one line per (kernel signature, device name, arch, tmlir
 version)::
 
-    {"signature": "matmul_simt(lhs_shape=1x2048, ...; f32)", "template": "matmul_simt",
+    {"signature": "matmul_simt(lhs_shape=64x2048, ...; f32)", "template": "matmul_simt",
      "device": "NVIDIA H100 80GB HBM3", "arch": "sm_90", "tmlir": "0.1.0",
      "params": {"block_warps": [4, 2], "warp_outer": [2, 2], "lanes": [4, 8],
                 "thread_inner": [4, 4], "block_k": 8},
      "seconds": 3.1e-05, "candidates": 184, "timed": 150, "date": "2026-11-25T12:00:00+00:00"}
 
 ``params`` are the fields of the template's parameter object (`MatmulSimtParams` for the
-SIMT templates, `MatmulTcParams` for ``matmul_tc``: ``{"block_m": 64, "block_n": 64,
-"block_k": 32, "warps": [2, 2], "stages": 3}``).
+SIMT templates, `MatmulGemvParams` for ``matmul_gemv``: ``{"warps": 8, "vector": 4,
+"unroll": 4, "block_n": 8}``, `MatmulTcParams` for ``matmul_tc``: ``{"block_m": 64,
+"block_n": 64, "block_k": 32, "warps": [2, 2], "stages": 3}``).
 
 The file is `default_records_path()` (``$TMLIR_TUNING_RECORDS``, else
 ``tuning_records.jsonl`` in the cache directory) unless a path is given. `TuningRecords.add`

@@ -1,13 +1,14 @@
 """The tunable kernels and their candidates: what a tuner compiles, filters and times.
 
 A *tunable kernel* is a schedule template, the problem it is built for and the element
-type of its operands: a ``graph.matmul`` on the SIMT matmul template (f32) or on the
+type of its operands: a ``graph.matmul`` on the SIMT matmul template (f32), on the small-M
+one (``matmul_gemv``: at most 16 rows, f32) or on the
 tensor-core template (``matmul_tc``: f16 or bf16 operands, or f32 ones with TF32 mma:
 ``tf32``), or a 2-D convolution on its
 implicit GEMM (f32). `tmlir.schedules.templates.tunable_problem` says which ops are
 tunable and builds their problems; `TEMPLATES` holds, per template, its space, default,
 kernel builder and element types (the SIMT templates take `MatmulSimtParams` on the
-implied GEMM, ``matmul_tc`` `MatmulTcParams`). Its **signature** is a canonical text of
+implied GEMM, ``matmul_gemv`` `MatmulGemvParams`, ``matmul_tc`` `MatmulTcParams`). Its **signature** is a canonical text of
 the template, every field of the problem (shapes, strides, pads, bias, transposes, alpha,
 beta) and the element type: two ops with the same signature get the same kernel, so a
 model is tuned once per signature, and a tuning record is looked up by it::
@@ -35,6 +36,7 @@ from tmlir.dialects import tm
 from tmlir.gpus import Gpu
 from tmlir.schedules import conv2d_tc
 from tmlir.schedules.conv2d import Conv2dProblem, conv2d_implicit_gemm_kernel
+from tmlir.schedules.matmul_gemv import MatmulGemvParams, matmul_gemv_kernel
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
 from tmlir.schedules.matmul_tc import matmul_tc_kernel
 from tmlir.schedules.model_choice import ranked
@@ -58,7 +60,7 @@ class Template:
 
     prefix: str  # of its candidate kernels' names
     problem: type  # MatmulProblem or Conv2dProblem
-    params: type  # MatmulSimtParams or MatmulTcParams
+    params: type  # MatmulSimtParams, MatmulGemvParams or MatmulTcParams
     elements: tuple[str, ...]  # operand element types; the first is the default
     #: (name, problem, params, element) -> the kernel as the compiler builds it, before fusion
     build: Callable[[str, TunableProblem, TemplateParams, str], tm.KernelOp]
@@ -71,6 +73,9 @@ TEMPLATES: dict[str, Template] = {
     "matmul_simt": Template("matmul", MatmulProblem, MatmulSimtParams, ("f32",),
                             lambda name, problem, params, element:
                             matmul_simt_kernel(name, problem, params)),  # type: ignore[arg-type]
+    "matmul_gemv": Template("gemv", MatmulProblem, MatmulGemvParams, ("f32",),
+                            lambda name, problem, params, element:
+                            matmul_gemv_kernel(name, problem, params)),  # type: ignore[arg-type]
     "conv2d_implicit_gemm": Template("conv2d", Conv2dProblem, MatmulSimtParams, ("f32",),
                                      lambda name, problem, params, element:
                                      conv2d_implicit_gemm_kernel(name, problem, params)),  # type: ignore[arg-type]

@@ -41,9 +41,12 @@ func.func @conv(%x: tensor<1x16x8x8xf16>, %w: tensor<32x16x3x3xf16>) -> tensor<1
 
 // -----
 
-// K = 60 is not a multiple of 8 (16-byte copies): the SIMT template, widening its loads.
+// K = 60 is not a multiple of 8 (16-byte copies): not the tensor-core template; 16 rows:
+// the small-M one, widening what it loads (B's vectors become 8-byte vectors of 4 f16).
 // CHECK-LABEL: tm.kernel @matmul_0(
-// CHECK-SAME:    tm.template = "matmul_simt"
+// CHECK-SAME:    tm.template = "matmul_gemv"
+// CHECK:         %[[W0:[0-9]+]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} = tm.load_vector x4 %B[%k, %n0] : memref<60x32xf16>
+// CHECK-NEXT:    %w = arith.extf %[[W0]] : f16 to f32
 func.func @odd_k(%x: tensor<16x60xf16>, %w: tensor<60x32xf16>) -> tensor<16x32xf16> {
   %y = graph.matmul %x, %w : (tensor<16x60xf16>, tensor<60x32xf16>) -> tensor<16x32xf16>
   func.return %y : tensor<16x32xf16>

@@ -143,3 +143,28 @@ func.func @host(%x: memref<64xf32>, %y: memref<64xf32>) {
   tm.launch @second(%tmp, %y) : memref<64xf32>, memref<64xf32>
   func.return
 }
+
+// -----
+
+// A vector load becomes tmgpu.load_vector; its guard an scf.if that yields the vector's
+// elements in range and zeros otherwise.
+// CHECK-LABEL: tmgpu.kernel @load_vector(%x: memref<30x16xf32>, %y: memref<30xf32>) block(64) {
+// CHECK-NEXT:    %tid = tmgpu.thread_id x
+// CHECK-NEXT:    %c4 = arith.constant 4 : index
+// CHECK-NEXT:    %p, %p_1 = tmgpu.load_vector x2 %x[%tid, %c4] : memref<30x16xf32>
+// CHECK-NEXT:    %[[ROWS:[0-9]+]] = arith.constant 30 : index
+// CHECK-NEXT:    %[[IN:[0-9]+]] = arith.cmpi ult, %tid, %[[ROWS]] : index
+// CHECK-NEXT:    %w, %w_1, %w_2, %w_3 = scf.if %[[IN]] -> (f32, f32, f32, f32) {
+// CHECK-NEXT:      %w_4, %w_5, %w_6, %w_7 = tmgpu.load_vector x4 %x[%tid, %c4] : memref<30x16xf32>
+// CHECK-NEXT:      scf.yield %w_4, %w_5, %w_6, %w_7 : f32, f32, f32, f32
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      %[[Z:[0-9]+]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      scf.yield %[[Z]], %[[Z]], %[[Z]], %[[Z]] : f32, f32, f32, f32
+// CHECK-NEXT:    }
+tm.kernel @load_vector(%x: memref<30x16xf32>, %y: memref<30xf32>) grid(1) block(64) {
+  %tid = tm.thread_id
+  %c4 = arith.constant 4 : index
+  %p:2 = tm.load_vector x2 %x[%tid, %c4] : memref<30x16xf32>
+  %w:4 = tm.load_vector x4 %x[%tid, %c4] guard [0] : memref<30x16xf32>
+  tm.store %w#3, %y[%tid] guard [0] : memref<30xf32>
+}

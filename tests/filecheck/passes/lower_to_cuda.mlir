@@ -8,16 +8,16 @@
 // {fusion=false} there is no graph-partition: one kernel per graph op.
 
 // Fused: one kernel, the matmul's, storing relu(sum) straight into the output.
-// FUSED-LABEL: tmgpu.kernel @matmul_0(%A: memref<4x8xf32>, %B: memref<8x6xf32>, %y: memref<4x6xf32>) block(32)
+// FUSED-LABEL: tmgpu.kernel @matmul_0(%A: memref<2x4x8xf32>, %B: memref<2x8x6xf32>, %y: memref<2x4x6xf32>) block(32)
 // FUSED-SAME:    tm.fused = "epilogue: relu"
 // FUSED:         %sum = memref.load %acc
 // FUSED:         scf.if %in_range {
 // FUSED-NEXT:      arith.cmpf olt, %sum,
 // FUSED-NEXT:      %[[R:[0-9]+]] = arith.select
-// FUSED-NEXT:      memref.store %[[R]], %y[%row, %col] : memref<4x6xf32>
+// FUSED-NEXT:      memref.store %[[R]], %y[%bid, %row, %col] : memref<2x4x6xf32>
 // FUSED-NOT:     tmgpu.kernel
-// FUSED-LABEL: func.func @mlp(%x: memref<4x8xf32>, %w: memref<8x6xf32>, %y_out: memref<4x6xf32>)
-// FUSED-NEXT:    tmgpu.launch @matmul_0(%x, %w, %y_out) grid(1) block(32)
+// FUSED-LABEL: func.func @mlp(%x: memref<2x4x8xf32>, %w: memref<2x8x6xf32>, %y_out: memref<2x4x6xf32>)
+// FUSED-NEXT:    tmgpu.launch @matmul_0(%x, %w, %y_out) grid(2) block(32)
 // FUSED-NEXT:    func.return
 
 // No graph or tm op survives (only the tm.* attributes that the CUDA printer reads).
@@ -26,13 +26,14 @@
 // LEVEL:     func.func @mlp
 // LEVEL-NOT: {{(= |^ *)tm\.}}
 
-// The matmul (M = 4, N = 6, K = 8 on a 16x32x16 tile in 3 cp.async stages, one warp):
-// three shared buffers and two of register fragments, the prologue's zero-filling copies
-// (past M, N and K) of tile 0 and two commits (the second empty), the wait and barrier of
-// tile 0, a guarded store. K = 8 is one k-step: canonicalize inlines the k loop,
-// arith-simplify decides `has_issue` (2 < 1) and `has_next` (1 < 1): the copies of later
-// tiles, the k-step's wait and barrier all go. `tid % 32` is `tid` with 32 threads.
-// CHECK-LABEL: tmgpu.kernel @matmul_0(%A: memref<4x8xf32>, %B: memref<8x6xf32>, %C: memref<4x6xf32>) block(32)
+// The matmul (a batch of 2, B batched too, so the SIMT template; M = 4, N = 6, K = 8 on a
+// 16x32x16 tile in 3 cp.async stages, one warp, a block per batch): three shared buffers
+// and two of register fragments, the prologue's zero-filling copies (past M, N and K) of
+// tile 0 and two commits (the second empty), the wait and barrier of tile 0, a guarded
+// store. K = 8 is one k-step: canonicalize inlines the k loop, arith-simplify decides
+// `has_issue` (2 < 1) and `has_next` (1 < 1): the copies of later tiles, the k-step's wait
+// and barrier all go. `tid % 32` is `tid` with 32 threads.
+// CHECK-LABEL: tmgpu.kernel @matmul_0(%A: memref<2x4x8xf32>, %B: memref<2x8x6xf32>, %C: memref<2x4x6xf32>) block(32)
 // CHECK-SAME:    attributes {tm.template = "matmul_simt"
 // CHECK:         %tid = tmgpu.thread_id x
 // CHECK:         %a_smem = tmgpu.shared_alloc : memref<960xf32>
@@ -46,9 +47,9 @@
 // CHECK-NOT:     arith.remui %tid, %[[C8]]
 // CHECK:         memref.store %{{.*}}, %acc[%i, %j] : memref<4x4xf32>
 // CHECK:         %inside = arith.andi %in_outer, %in_k : i1
-// CHECK:         tmgpu.cp_async bytes(4) %a_smem[%{{[0-9]+}}], %A[%clamped, %clamped_1] zfill_unless %inside
+// CHECK:         tmgpu.cp_async bytes(4) %a_smem[%{{[0-9]+}}], %A[%bid, %clamped, %clamped_1] zfill_unless %inside
 // CHECK:         %inside_1 = arith.andi %in_outer_1, %in_k_1 : i1
-// CHECK:         tmgpu.cp_async bytes(4) %b_smem[{{.*}}], %B[%clamped_3, %clamped_2] zfill_unless %inside_1
+// CHECK:         tmgpu.cp_async bytes(4) %b_smem[{{.*}}], %B[%bid, %clamped_3, %clamped_2] zfill_unless %inside_1
 // CHECK:         tmgpu.cp_async_commit
 // CHECK-NEXT:    tmgpu.cp_async_commit
 // CHECK-NEXT:    tmgpu.cp_async_wait pending(1)
@@ -64,11 +65,11 @@
 // CHECK-NOT:     has_next
 // CHECK:         %sum = memref.load %acc
 // CHECK:         scf.if %{{[0-9]+}} {
-// CHECK-NEXT:      memref.store %sum, %C[%row, %col] : memref<4x6xf32>
+// CHECK-NEXT:      memref.store %sum, %C[%bid, %row, %col] : memref<2x4x6xf32>
 // CHECK-NEXT:    }
 
-// CHECK-LABEL: tmgpu.kernel @relu_1(%x0: memref<4x6xf32>, %out: memref<4x6xf32>) block(32)
-// CHECK-SAME:    attributes {tm.template = "elementwise", tm.params = {block = 32 : i64, expr = "relu(x0)"}}
+// CHECK-LABEL: tmgpu.kernel @relu_1(%x0: memref<2x4x6xf32>, %out: memref<2x4x6xf32>) block(64)
+// CHECK-SAME:    attributes {tm.template = "elementwise", tm.params = {block = 64 : i64, expr = "relu(x0)"}}
 // CHECK:         %tid = tmgpu.thread_id x
 // CHECK-NOT:     tmgpu.block_id
 // CHECK:         arith.divui %tid, %{{.*}} : index
@@ -79,14 +80,14 @@
 // CHECK-NEXT:      memref.store
 
 // The host: the intermediate is a device buffer; launches carry grid and block sizes.
-// CHECK-LABEL: func.func @mlp(%x: memref<4x8xf32>, %w: memref<8x6xf32>, %y_out: memref<4x6xf32>)
+// CHECK-LABEL: func.func @mlp(%x: memref<2x4x8xf32>, %w: memref<2x8x6xf32>, %y_out: memref<2x4x6xf32>)
 // CHECK-SAME:    attributes {tm.inputs = ["x", "w"], tm.outputs = ["y"]} {
-// CHECK-NEXT:    %h = tmgpu.alloc : memref<4x6xf32>
-// CHECK-NEXT:    tmgpu.launch @matmul_0(%x, %w, %h) grid(1) block(32) : memref<4x8xf32>, memref<8x6xf32>, memref<4x6xf32>
-// CHECK-NEXT:    tmgpu.launch @relu_1(%h, %y_out) grid(1) block(32) : memref<4x6xf32>, memref<4x6xf32>
+// CHECK-NEXT:    %h = tmgpu.alloc : memref<2x4x6xf32>
+// CHECK-NEXT:    tmgpu.launch @matmul_0(%x, %w, %h) grid(2) block(32) : memref<2x4x8xf32>, memref<2x8x6xf32>, memref<2x4x6xf32>
+// CHECK-NEXT:    tmgpu.launch @relu_1(%h, %y_out) grid(1) block(64) : memref<2x4x6xf32>, memref<2x4x6xf32>
 // CHECK-NEXT:    func.return
-func.func @mlp(%x: tensor<4x8xf32>, %w: tensor<8x6xf32>) -> tensor<4x6xf32> attributes {tm.inputs = ["x", "w"], tm.outputs = ["y"]} {
-  %h = graph.matmul %x, %w : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
-  %y = graph.relu %h : tensor<4x6xf32>
-  func.return %y : tensor<4x6xf32>
+func.func @mlp(%x: tensor<2x4x8xf32>, %w: tensor<2x8x6xf32>) -> tensor<2x4x6xf32> attributes {tm.inputs = ["x", "w"], tm.outputs = ["y"]} {
+  %h = graph.matmul %x, %w : (tensor<2x4x8xf32>, tensor<2x8x6xf32>) -> tensor<2x4x6xf32>
+  %y = graph.relu %h : tensor<2x4x6xf32>
+  func.return %y : tensor<2x4x6xf32>
 }

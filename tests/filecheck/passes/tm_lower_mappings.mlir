@@ -252,3 +252,22 @@ tm.kernel @unknown_worker_range(%x: memref<32xf32>) grid(1) block(32) {
     %v = tm.load %x[%i] : memref<32xf32>
   }
 }
+
+// -----
+
+// A vector load inside a mapping stays as it is, its indices the task's.
+// CHECK-LABEL: tm.kernel @vector_load_in_mapping
+// CHECK:         %r = arith.divui %tid, %{{[0-9]+}} : index
+// CHECK:         scf.for
+// CHECK:           %j = arith.addi
+// CHECK:           %k = arith.muli %j, %c4 : index
+// CHECK-NEXT:      %w, %w_1, %w_2, %w_3 = tm.load_vector x4 %x[%r, %k] : memref<8x64xf32>
+// CHECK-NEXT:    } {tm.unroll}
+tm.kernel @vector_load_in_mapping(%x: memref<8x64xf32>) grid(1) block(16) {
+  %tid = tm.thread_id
+  tm.for_task (%r, %j) in spatial(8, 2) * repeat(1, 8) on %tid {
+    %c4 = arith.constant 4 : index
+    %k = arith.muli %j, %c4 : index
+    %w:4 = tm.load_vector x4 %x[%r, %k] : memref<8x64xf32>
+  }
+}

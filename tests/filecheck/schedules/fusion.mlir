@@ -5,39 +5,43 @@
 // Post-scheduling fusion, one pattern per function: graph-partition's groups (PART), the
 // anchor's kernel with its loads and stores rewritten (TM), and the CUDA C (CUDA).
 
-// A matmul epilogue: the bias add and GELU are computed from each accumulator and stored
-// once, into the group's output (N = 24 overhangs the 64-wide tile: the epilogue is under
-// the store's guard).
+// A matmul epilogue: the bias add and GELU are computed from each sum and stored once,
+// into the group's output. 16 rows: the small-M template, whose warps' partial sums meet
+// in shared memory; N = 20 overhangs its 8-column tiles: the epilogue is under the store's
+// guard.
 // PART-LABEL: func.func @matmul_epilogue
-// PART-NEXT:    %y = graph.fused -> tensor<16x24xf32> {
+// PART-NEXT:    %y = graph.fused -> tensor<16x20xf32> {
 // PART-NEXT:      %m = graph.matmul %x, %w
 // PART-NEXT:      %a = graph.add %m, %b
 // PART-NEXT:      %y_1 = graph.gelu %a
-// PART-NEXT:      graph.yield %y_1 : tensor<16x24xf32>
-// TM-LABEL: tm.kernel @matmul_0(%A: memref<16x32xf32>, %B: memref<32x24xf32>, %b: memref<24xf32>, %y: memref<16x24xf32>)
+// PART-NEXT:      graph.yield %y_1 : tensor<16x20xf32>
+// TM-LABEL: tm.kernel @matmul_0(%A: memref<16x32xf32>, %B: memref<32x20xf32>, %b: memref<20xf32>, %y: memref<16x20xf32>)
+// TM-SAME:    tm.template = "matmul_gemv"
 // TM-SAME:    tm.fused = "epilogue: add, gelu"
-// TM:         %sum = tm.load %acc
-// TM:         %in_range = arith.cmpi ult, %col, %{{[0-9]+}} : index
+// TM:         tm.barrier
+// TM:         %sum = arith.addf
+// TM:         %in_range = arith.cmpi ult, %n, %{{[0-9]+}} : index
 // TM-NEXT:    scf.if %in_range {
-// TM-NEXT:      %[[B:[0-9]+]] = tm.load %b[%col] : memref<24xf32>
+// TM-NEXT:      %[[B:[0-9]+]] = tm.load %b[%n] : memref<20xf32>
 // TM-NEXT:      %[[S:[0-9]+]] = arith.addf %sum, %[[B]] : f32
 // TM:           math.erf
-// TM:           tm.store %{{[0-9]+}}, %y[%row, %col] : memref<16x24xf32>
+// TM:           tm.store %{{[0-9]+}}, %y[%r{{[_0-9]*}}, %n] : memref<16x20xf32>
 // TM-NEXT:    }
 // TM-NOT:     tm.store %sum
-// CUDA-LABEL: // Kernel matmul_0: schedule template 'matmul_simt'
+// CUDA-LABEL: // Kernel matmul_0: schedule template 'matmul_gemv'
 // CUDA-NEXT:  //   fused epilogue: add, gelu
 // CUDA-NEXT:  matmul_0(const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ b, float* __restrict__ y) {
-// CUDA:         const float sum = acc[ii_3][ij_3];
-// CUDA-NEXT:    const bool in_range = col < 24;
+// CUDA:         const float sum = {{.*}}partial[1][{{.*}}];
+// CUDA-NEXT:    const int n = col0 + col;
+// CUDA-NEXT:    const bool in_range = n < 20;
 // CUDA-NEXT:    if (in_range) {
-// CUDA-NEXT:      const float [[V:v(_[0-9]+)?]] = sum + b[col];
-// CUDA-NEXT:      y[row * 24 + col] = (0.5f * [[V]]) * (1.0f + erff(0.70710677f * [[V]]));
-func.func @matmul_epilogue(%x: tensor<16x32xf32>, %w: tensor<32x24xf32>, %b: tensor<24xf32>) -> tensor<16x24xf32> {
-  %m = graph.matmul %x, %w : (tensor<16x32xf32>, tensor<32x24xf32>) -> tensor<16x24xf32>
-  %a = graph.add %m, %b : (tensor<16x24xf32>, tensor<24xf32>) -> tensor<16x24xf32>
-  %y = graph.gelu %a : tensor<16x24xf32>
-  func.return %y : tensor<16x24xf32>
+// CUDA-NEXT:      const float [[V:v(_[0-9]+)?]] = sum + b[n];
+// CUDA-NEXT:      y[{{.*}} * 20 + n] = (0.5f * [[V]]) * (1.0f + erff(0.70710677f * [[V]]));
+func.func @matmul_epilogue(%x: tensor<16x32xf32>, %w: tensor<32x20xf32>, %b: tensor<20xf32>) -> tensor<16x20xf32> {
+  %m = graph.matmul %x, %w : (tensor<16x32xf32>, tensor<32x20xf32>) -> tensor<16x20xf32>
+  %a = graph.add %m, %b : (tensor<16x20xf32>, tensor<20xf32>) -> tensor<16x20xf32>
+  %y = graph.gelu %a : tensor<16x20xf32>
+  func.return %y : tensor<16x20xf32>
 }
 
 // A ResNet block's end: the conv (its bias folded in), the residual add and the ReLU.

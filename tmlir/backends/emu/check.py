@@ -17,7 +17,9 @@ same form), not on C++ in general:
   ``SharedArray<T, d0, d1, ...>`` seen through a view called ``name``;
 - each typed view into dynamic shared memory, ``T (&name)[d0]... =
   *reinterpret_cast<T (*)[d0]...>(tmlir_dynamic_smem + offset);``, becomes such an array
-  too (the printer's views never overlap, so the checks see the same accesses).
+  too (the printer's views never overlap, so the checks see the same accesses);
+- each vector load ``*reinterpret_cast<const float4*>(&x[i])`` becomes
+  ``::tmlir_emu::check::load_vector<float4>(x, i)`` (bounds of every element, alignment).
 
 The element counts travel with the launch: `CheckedEmuModule` gives every kernel one more
 parameter, `SIZES_PARAM`, an int64 array of the element count of each pointer argument
@@ -62,7 +64,28 @@ def instrument(source: str, kernels: Sequence[KernelSignature]) -> str:
     for kernel in kernels:
         source = _check_parameters(source, kernel)
     source = _DYNAMIC_VIEW.sub(lambda m: f"__shared__ {m['type']} {m['name']}{m['dims']} __align__(16);", source)
-    return _SHARED.sub(_checked_shared, source)
+    return _checked_vector_loads(_SHARED.sub(_checked_shared, source))
+
+
+_VECTOR_LOAD = re.compile(r"\*reinterpret_cast<const (?P<type>\w+)\*>\(&(?P<name>[A-Za-z_]\w*)\[")
+
+
+def _checked_vector_loads(source: str) -> str:
+    """`source` with every ``*reinterpret_cast<const V*>(&x[i])`` as ``load_vector<V>(x, i)``
+    (the index runs to the ``]`` that closes its ``[``)."""
+    out, pos = [], 0
+    while (match := _VECTOR_LOAD.search(source, pos)) is not None:
+        depth, end = 1, match.end()
+        while depth and end < len(source):
+            depth += {"[": 1, "]": -1}.get(source[end], 0)
+            end += 1
+        if depth or source[end:end + 1] != ")":
+            raise EmuError(f"emu check: cannot read the vector load at '{source[match.start():end + 1]}'")
+        index = source[match.end():end - 1]
+        out += [source[pos:match.start()],
+                f"::tmlir_emu::check::load_vector<{match['type']}>({match['name']}, {index})"]
+        pos = end + 1
+    return "".join(out) + source[pos:]
 
 
 def _check_parameters(source: str, kernel: KernelSignature) -> str:

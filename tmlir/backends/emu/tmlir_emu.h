@@ -75,6 +75,12 @@ alignas(16) inline thread_local unsigned char tmlir_dynamic_smem[227 * 1024];
 }
 
 struct uint3 { unsigned int x, y, z; };
+// The vector types of tmlir's vector loads (`tmgpu.load_vector`), aligned as on the GPU;
+// may_alias, as they read buffers of float or of 16-bit floats.
+struct __attribute__((aligned(8), may_alias)) float2 { float x, y; };
+struct __attribute__((aligned(16), may_alias)) float4 { float x, y, z, w; };
+struct __attribute__((aligned(8), may_alias)) uint2 { unsigned int x, y; };
+struct __attribute__((aligned(16), may_alias)) uint4 { unsigned int x, y, z, w; };
 constexpr int warpSize = 32;
 
 namespace tmlir_emu {

@@ -9,6 +9,9 @@
 // * a pointer kernel parameter `const float* __restrict__ x` becomes `GlobalRef<const float> x`,
 //   whose `x[i]` checks 0 <= i < the element count of the array passed at launch; a load out
 //   of bounds reads a zero, a store out of bounds is dropped, and both are reported.
+// * a vector load `*reinterpret_cast<const float4*>(&x[i])` becomes `load_vector<float4>(x, i)`,
+//   which checks every element of the vector against the bounds and its address against the
+//   vector's alignment (a misaligned vector load faults on a GPU); either violation reads zeros.
 // * `__shared__ float s[2][8][32];` becomes a `SharedArray<float, 2, 8, 32>` (data and a
 //   shadow record per element) seen through a view named `s`: `s[a][b][c]` checks each index
 //   against its dimension and records the access. Per element the shadow keeps the last
@@ -180,6 +183,24 @@ struct GlobalRef {
   // Passing the buffer on as a plain pointer (a helper function) leaves it unchecked.
   operator T*() const { return ptr; }
 };
+
+// `*reinterpret_cast<const V*>(&x[i])` of a kernel parameter, checked: elements i .. i + n - 1
+// (n elements of T in a V) inside the buffer, the address aligned to alignof(V).
+template <class V, class T>
+V load_vector(const GlobalRef<T>& x, long long i) {
+  constexpr long long n = sizeof(V) / sizeof(T);
+  if (__builtin_expect(!in_bounds(i, x.count) || !in_bounds(i + n - 1, x.count), 0)) {
+    violation("out-of-bounds %d-byte vector load from '%s' at indices %lld..%lld (buffer has %lld elements)",
+              int(sizeof(V)), x.name, i, i + n - 1, x.count);
+    return V{};
+  }
+  if (__builtin_expect(reinterpret_cast<uintptr_t>(x.ptr + i) % alignof(V) != 0, 0)) {
+    violation("misaligned %d-byte vector load from '%s' at index %lld (address %p)", int(sizeof(V)),
+              x.name, i, static_cast<const void*>(x.ptr + i));
+    return V{};
+  }
+  return *reinterpret_cast<const V*>(x.ptr + i);
+}
 
 // ---- shared memory -----------------------------------------------------------------
 struct Access {          // one access of a shared element; tid1 == 0: none

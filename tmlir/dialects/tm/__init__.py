@@ -9,9 +9,10 @@ between the lanes of a warp; ``tm.mma``, ``tm.ldmatrix`` and ``tm.cp_async`` (wi
 (``tensor_core.py``). Buffers have a scope (``global`` on the host side, ``shared``
 and ``register`` inside kernels); ``tm.load`` and ``tm.store`` check the dimensions listed in ``guard``
 against the buffer's shape (an out-of-range load gives 0, an out-of-range store does
-nothing); ``tm.atomic_add``, ``tm.fence`` and ``tm.load_cg`` let the blocks of one launch
-hand each other results through global memory. The host side is a ``func.func`` that
-allocates buffers and ``tm.launch``es kernels in order.
+nothing); ``tm.load_vector x4`` reads four consecutive elements of a global buffer in
+one access (``tmlir.ir.vector_ops``); ``tm.atomic_add``, ``tm.fence`` and ``tm.load_cg``
+let the blocks of one launch hand each other results through global memory. The host side
+is a ``func.func`` that allocates buffers and ``tm.launch``es kernels in order.
 
     tm.kernel @scale(%x: memref<1000xf32>, %y: memref<1000xf32>) grid(4) block(256) {
       %b = tm.block_id
@@ -43,14 +44,14 @@ from tmlir.dialects.tm.host import LaunchOp, ViewOp, WeightOp
 from tmlir.dialects.tm.kernel import *  # noqa: F403
 from tmlir.dialects.tm.kernel import BarrierOp, BlockIdOp, ForTaskOp, KernelOp, ShuffleOp, ThreadIdOp
 from tmlir.dialects.tm.memory import *  # noqa: F403
-from tmlir.dialects.tm.memory import AllocOp, AtomicAddOp, FenceOp, LoadCgOp, LoadOp, StoreOp
+from tmlir.dialects.tm.memory import AllocOp, AtomicAddOp, FenceOp, LoadCgOp, LoadOp, LoadVectorOp, StoreOp
 from tmlir.dialects.tm.tensor_core import *  # noqa: F403
 from tmlir.dialects.tm.tensor_core import CpAsyncCommitOp, CpAsyncOp, CpAsyncWaitOp, LdmatrixOp, MmaOp
 
 TM = Dialect(
     "tm",
     [KernelOp, BlockIdOp, ThreadIdOp, ForTaskOp, AllocOp, BarrierOp, ShuffleOp, LoadOp,
-     StoreOp, AtomicAddOp, FenceOp, LoadCgOp, WeightOp, ViewOp, LaunchOp, MmaOp, LdmatrixOp, CpAsyncOp,
-     CpAsyncCommitOp, CpAsyncWaitOp],
+     LoadVectorOp, StoreOp, AtomicAddOp, FenceOp, LoadCgOp, WeightOp, ViewOp, LaunchOp, MmaOp, LdmatrixOp,
+     CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp],
     [TaskMappingAttr, DataLayoutAttr],
 )

@@ -1,5 +1,6 @@
 """Buffers and their accesses: ``tm.alloc`` by scope, the guarded ``tm.load`` and ``tm.store``,
-and what blocks of one launch use to hand each other results through global memory:
+``tm.load_vector`` (several consecutive elements of a global buffer in one access), and
+what blocks of one launch use to hand each other results through global memory:
 ``tm.atomic_add``, ``tm.fence`` and ``tm.load_cg`` (semantics: tmlir.ir.global_ops)."""
 
 from __future__ import annotations
@@ -44,10 +45,11 @@ from tmlir.ir.syntax import (
     parse_access,
     print_access,
 )
+from tmlir.ir.vector_ops import LoadVectorOpBase
 from tmlir.layout import DataLayout, parse_layout_expr
 
 __all__ = [
-    "SCOPES", "AllocOp", "AtomicAddOp", "FenceOp", "GuardedAccess", "LoadCgOp", "LoadOp", "StoreOp",
+    "SCOPES", "AllocOp", "AtomicAddOp", "FenceOp", "GuardedAccess", "LoadCgOp", "LoadOp", "LoadVectorOp", "StoreOp",
 ]
 
 
@@ -297,3 +299,17 @@ class FenceOp(IRDLOperation):
     name = "tm.fence"
     traits = traits_def(InsideKernel(KernelOp))
     assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class LoadVectorOp(LoadVectorOpBase):
+    """``%v0, %v1, %v2, %v3 = tm.load_vector x4 %A[%i, %k] guard [0] : memref<...>``: four
+    consecutive elements of a global buffer in one access, all 0 where a guarded index (not
+    the last) is out of range (see tmlir.ir.vector_ops)."""
+
+    name = "tm.load_vector"
+    traits = traits_def(InsideKernel(KernelOp))
+
+    @classmethod
+    def kernel_type(cls) -> type[KernelOp]:
+        return KernelOp

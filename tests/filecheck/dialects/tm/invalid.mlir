@@ -326,3 +326,69 @@ func.func @shuffle_outside_kernel(%v: f32) {
   %s = tm.shuffle xor %v, 1 : f32
   func.return
 }
+
+// -----
+
+tm.kernel @vector_width(%x: memref<8x16xf32>) grid(1) block(8) {
+  %c0 = arith.constant 0 : index
+  // expected-error@+1 {{'tm.load_vector': a vector of f32 has 2 or 4 elements, got 8}}
+  %v:8 = tm.load_vector x8 %x[%c0, %c0] : memref<8x16xf32>
+}
+
+// -----
+
+tm.kernel @vector_element(%x: memref<8x16xi32>) grid(1) block(8) {
+  %c0 = arith.constant 0 : index
+  // expected-error@+1 {{'tm.load_vector': vector loads read f32, f16 or bf16 elements, got i32}}
+  %v:4 = tm.load_vector x4 %x[%c0, %c0] : memref<8x16xi32>
+}
+
+// -----
+
+tm.kernel @vector_half_width(%x: memref<8x16xf16>) grid(1) block(8) {
+  %c0 = arith.constant 0 : index
+  // expected-error@+1 {{'tm.load_vector': a vector of f16 has 4 or 8 elements, got 2}}
+  %v:2 = tm.load_vector x2 %x[%c0, %c0] : memref<8x16xf16>
+}
+
+// -----
+
+tm.kernel @vector_of_shared(%x: memref<8x16xf32>) grid(1) block(8) {
+  %c0 = arith.constant 0 : index
+  %s = tm.alloc shared : memref<8x16xf32>
+  // expected-error@+1 {{'tm.load_vector': the buffer must be global (an argument of the tm.kernel)}}
+  %v:4 = tm.load_vector x4 %s[%c0, %c0] : memref<8x16xf32>
+}
+
+// -----
+
+tm.kernel @vector_guard_last(%x: memref<8x16xf32>) grid(1) block(8) {
+  %tid = tm.thread_id
+  // expected-error@+1 {{guard dimensions [1] must be distinct and in [0, 1) (the last dimension cannot be guarded}}
+  %v:4 = tm.load_vector x4 %x[%tid, %tid] guard [1] : memref<8x16xf32>
+}
+
+// -----
+
+tm.kernel @vector_rows(%x: memref<8x10xf32>) grid(1) block(8) {
+  %c0 = arith.constant 0 : index
+  // expected-error@+1 {{rows of 10 elements are not whole vectors of 4: rows after the first would not be aligned}}
+  %v:4 = tm.load_vector x4 %x[%c0, %c0] : memref<8x10xf32>
+}
+
+// -----
+
+tm.kernel @vector_constant_index(%x: memref<1x10xf32>) grid(1) block(8) {
+  %c0 = arith.constant 0 : index
+  %c6 = arith.constant 6 : index
+  // expected-error@+1 {{the last index 6 must be a multiple of the width 4 with its vector inside the row of 10}}
+  %v:4 = tm.load_vector x4 %x[%c0, %c6] : memref<1x10xf32>
+}
+
+// -----
+
+tm.kernel @vector_indices(%x: memref<8x16xf32>) grid(1) block(8) {
+  %c0 = arith.constant 0 : index
+  // expected-error@+1 {{'tm.load_vector': expected 2 indices for memref<8x16xf32>, got 1}}
+  %v:4 = tm.load_vector x4 %x[%c0] : memref<8x16xf32>
+}

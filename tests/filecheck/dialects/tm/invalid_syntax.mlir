@@ -191,3 +191,19 @@ tm.kernel @shuffle_dynamic_offset(%x: memref<32xf32>) grid(1) block(32) {
   // CHECK: Expected integer literal
   %s = tm.shuffle idx %v, %t : f32
 }
+
+// -----
+
+// CHECK: expected the vector width as x2, x4 or x8, got 'four'
+tm.kernel @vector_width_word(%x: memref<8x16xf32>) grid(1) block(32) {
+  %c0 = arith.constant 0 : index
+  %v:4 = tm.load_vector four %x[%c0, %c0] : memref<8x16xf32>
+}
+
+// -----
+
+// CHECK: Operation has 4 results, but was given 2 to bind.
+tm.kernel @vector_result_count(%x: memref<8x16xf32>) grid(1) block(32) {
+  %c0 = arith.constant 0 : index
+  %a, %b = tm.load_vector x4 %x[%c0, %c0] : memref<8x16xf32>
+}

@@ -130,3 +130,19 @@ func.func @host(%x: memref<64xf32>, %y: memref<64xf32>) {
   tm.launch @copy(%w, %y) : memref<64xf32>, memref<64xf32>
   func.return
 }
+
+// A vector load: one result per element (x4 f32: 16 bytes; x8 f16: 16 bytes), guarded on a
+// dimension before the last.
+// CHECK-LABEL: tm.kernel @load_vector
+// CHECK:         %w, %w_1, %w_2, %w_3 = tm.load_vector x4 %x[%tid, %c4] guard [0] : memref<8x16xf32>
+// CHECK-NEXT:    %h, %h_1, %h_2, %h_3, %h_4, %h_5, %h_6, %h_7 = tm.load_vector x8 %g[%c0, %c0] : memref<3x8xf16>
+// CHECK-NEXT:    %p, %q = tm.load_vector x2 %x[%tid, %c4] guard [0] {tm.note} : memref<8x16xf32>
+tm.kernel @load_vector(%x: memref<8x16xf32>, %g: memref<3x8xf16>, %y: memref<8xf32>) grid(1) block(32) {
+  %tid = tm.thread_id
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %w:4 = tm.load_vector x4 %x[%tid, %c4] guard [0] : memref<8x16xf32>
+  %h:8 = tm.load_vector x8 %g[%c0, %c0] : memref<3x8xf16>
+  %p, %q = tm.load_vector x2 %x[%tid, %c4] guard [0] {tm.note} : memref<8x16xf32>
+  tm.store %w#3, %y[%tid] guard [0] : memref<8xf32>
+}

@@ -170,3 +170,20 @@ tmgpu.kernel @too_much_shared(%x: memref<4xf32>) block(32) {
   %a = tmgpu.shared_alloc : memref<32768xf32>
   %b = tmgpu.shared_alloc : memref<25600xf32>
 }
+
+// -----
+
+tmgpu.kernel @load_vector_guard(%x: memref<8x16xf32>) block(32) {
+  %t = tmgpu.thread_id x
+  // expected-error@+1 {{'tmgpu.load_vector' has no guard (convert-tm-to-gpu puts guards in scf.if)}}
+  %v:4 = tmgpu.load_vector x4 %x[%t, %t] guard [0] : memref<8x16xf32>
+}
+
+// -----
+
+tmgpu.kernel @load_vector_local(%x: memref<8x16xf32>) block(32) {
+  %t = tmgpu.thread_id x
+  %r = tmgpu.local_alloc : memref<8x16xf32>
+  // expected-error@+1 {{'tmgpu.load_vector': the buffer must be global (an argument of the tmgpu.kernel)}}
+  %v:4 = tmgpu.load_vector x4 %r[%t, %t] : memref<8x16xf32>
+}

@@ -71,3 +71,16 @@ func.func @host(%x: memref<64xf32>, %y: memref<64xf32>) {
   tmgpu.launch @no_args() grid(1) block(1)
   func.return
 }
+
+// CHECK-LABEL: tmgpu.kernel @load_vector(%x: memref<8x16xf32>, %g: memref<64xbf16>) block(32) {
+// CHECK-NEXT:    %tid = tmgpu.thread_id x
+// CHECK-NEXT:    %c4 = arith.constant 4 : index
+// CHECK-NEXT:    %w, %w_1, %w_2, %w_3 = tmgpu.load_vector x4 %x[%tid, %c4] : memref<8x16xf32>
+// CHECK-NEXT:    %h, %h_1, %h_2, %h_3 = tmgpu.load_vector x4 %g[%c4] : memref<64xbf16>
+// CHECK-NEXT:  }
+tmgpu.kernel @load_vector(%x: memref<8x16xf32>, %g: memref<64xbf16>) block(32) {
+  %tid = tmgpu.thread_id x
+  %c4 = arith.constant 4 : index
+  %w:4 = tmgpu.load_vector x4 %x[%tid, %c4] : memref<8x16xf32>
+  %h:4 = tmgpu.load_vector x4 %g[%c4] : memref<64xbf16>
+}
