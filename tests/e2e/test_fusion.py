@@ -91,6 +91,9 @@ CASES = {
          node("Relu", ["s"], "y")],
         {"x": (2, 4, 9, 9), "r": (2, 6, 9, 9)}, ["y"], [CONV],
         {"w": weight(6, 4, 3, 3), "b": weight(6)}),
+    "relu_into_conv1d": Case(  # a 1-D conv (the 2-D template on views) copies x with cp.async
+        [node("Relu", ["x"], "r"), node("Conv", ["r", "w"], "y", pads=[1, 1])],  # unless told: fusion
+        {"x": (2, 4, 21)}, ["y"], [CONV], {"w": weight(6, 4, 3)}),  # turns the copies into loads
     "pad_into_conv": Case(  # the conv's loads read through the pad (and its zeros)
         [node("Pad", ["x", "pads"], "p"), node("Conv", ["p", "w"], "y")],
         {"x": (1, 3, 7, 8)}, ["y"], [CONV], {"w": weight(5, 3, 3, 3),

@@ -86,13 +86,13 @@ class HostModule:
     def __init__(self, emu, stream: HostStream) -> None:
         self.emu, self.stream, self.launches = emu, stream, 0
 
-    def launch(self, name, grid, block, args, stream=None):
+    def launch(self, name, grid, block, args, shared_bytes=0, stream=None):
         assert stream is self.stream, "every launch goes to the session's stream"
         arrays = [a.array for a in args]
 
         def run():
             self.launches += 1
-            self.emu.launch(name, grid, block, arrays)
+            self.emu.launch(name, grid, block, arrays, shared_bytes)
 
         if stream.recording is not None:
             stream.recording.append(run)

@@ -147,7 +147,7 @@ def test_a_run_stopped_halfway_leaves_the_counters_zero() -> None:
     counters = next(i for i, b in enumerate(program.buffers) if b.kind == "zeroed")
 
     class StopsHalfway:
-        def launch(self, name, grid, block, args) -> None:
+        def launch(self, name, grid, block, args, shared_bytes=0) -> None:
             args[-1][...] = 5  # some blocks counted in, then the launch failed
             raise RuntimeError("interrupted")
 

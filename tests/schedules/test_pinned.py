@@ -25,7 +25,7 @@ from tmlir.schedules.templates import kernel_for
 
 M, N, K = 24, 40, 20  # not multiples of the tile: guarded loads and stores
 PIN = MatmulSimtParams(block_warps=(1, 2), warp_outer=(1, 1), lanes=(8, 4), thread_inner=(4, 4),
-                       block_k=16)
+                       block_k=16, stages=4)
 GEMM = """
 func.func @gemm(%a: tensor<{m}x{k}xf32>, %b: tensor<{k}x{n}xf32>, %bias: tensor<{n}xf32>) -> tensor<{m}x{n}xf32> {{
   %c = graph.matmul %a, %b, %bias {{{attr}}}
@@ -55,29 +55,31 @@ def test_pinned_candidate_runs_on_emu_and_matches_numpy():
     program = emit_cuda(module)
     (kernel,) = program.kernels
     assert kernel.params["block_warps"] == "1x2" and kernel.params["lanes"] == "8x4"
-    assert kernel.params["block_k"] == 16 and kernel.block == PIN.threads
-    assert "lanes=8x4" in kernel.source.splitlines()[0]  # the header comment names the pin
+    assert kernel.params["block_k"] == 16 and kernel.params["stages"] == 4 and kernel.block == PIN.threads
+    header = next(line for line in kernel.source.splitlines() if line.startswith("// Kernel"))
+    assert "lanes=8x4" in header and "stages=4" in header  # the header comment names the pin
     rng = np.random.default_rng(0)
     a, b, bias = (rng.standard_normal(s).astype(np.float32) for s in ((M, K), (K, N), (N,)))
     arrays = [a, b, bias, np.full((M, N), np.nan, np.float32)]
     assert [buf.shape for buf in program.buffers] == [x.shape for x in arrays]
     with compile_emu(program.source, [k.signature for k in program.kernels]) as emu:
         for launch in program.launches:
-            emu.launch(launch.kernel, launch.grid, launch.block, [arrays[i] for i in launch.args])
+            emu.launch(launch.kernel, launch.grid, launch.block, [arrays[i] for i in launch.args],
+                       launch.shared_bytes)
     want = np.maximum(a.astype(np.float64) @ b + bias, 0)
     np.testing.assert_allclose(arrays[3], want, rtol=1e-5, atol=1e-5)
 
 
 def test_pin_wins_over_tuning_records_and_fills_in_defaults():
-    op = matmul_of(parse("schedule = {block_k = 16}"))
+    op = matmul_of(parse("schedule = {block_k = 32}"))
     pinned = pinned_params(op)
-    default = MatmulSimtParams.default_for(MatmulProblem((M, K), (K, N), (M, N), (N,)))
+    default = MatmulSimtParams.default_for(MatmulProblem((M, K), (K, N), (M, N), (N,)), "sm_90")
     assert pinned == MatmulSimtParams(default.block_warps, default.warp_outer, default.lanes,
-                                      default.thread_inner, 16)
+                                      default.thread_inner, 32, default.stages)
     recorded = MatmulSimtParams((1, 1), (1, 1), (4, 8), (4, 4), 8)
     kernel = kernel_for("mm", op, lambda template, problem, element: recorded, pinned)
     assert kernel is not None
-    assert kernel.attributes["tm.params"].data["block_k"].value.data == 16
+    assert kernel.attributes["tm.params"].data["block_k"].value.data == 32
     without_pin = kernel_for("mm", op, lambda template, problem, element: recorded)
     assert without_pin is not None and without_pin.block.data == recorded.threads
 
@@ -87,7 +89,7 @@ def test_attribute_and_option_texts_round_trip():
     assert pinned_params(op) == PIN
     assert values_from_text(option_text(PIN)) == {
         "block_warps": (1, 2), "lanes": (8, 4), "warp_outer": (1, 1), "thread_inner": (4, 4),
-        "block_k": 16}
+        "block_k": 16, "stages": 4}
 
 
 @pytest.mark.parametrize(("attr", "message"), [
@@ -96,7 +98,7 @@ def test_attribute_and_option_texts_round_trip():
     ("schedule = {block_k = array<i64: 8, 8>}", "parameter 'block_k' expects an integer"),
     ("schedule = {lanes = array<i64: 1, 32>}", "parameter 'lanes' = 1x32 is outside the matmul_simt space"),
     ("schedule = {block_warps = array<i64: 4, 1>, warp_outer = array<i64: 2, 2>, lanes = array<i64: 16, 2>}",
-     "breaks the constraint 'block tile <= 128 x 128'"),
+     "breaks the constraint 'block tile <= 128 x 128 (pipeline: 128 x 256"),
 ])
 def test_invalid_pins_name_the_parameter_and_the_op(attr, message):
     op = matmul_of(parse(attr))

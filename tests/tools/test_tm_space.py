@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulProblem, MatmulSimtParams
+from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_space
 from tmlir.tools.tm_space import main
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
@@ -27,8 +27,8 @@ def test_json_lines(capsys):
                  "--trans-b", "--limit", "3", "--json", "--jobs", "1"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     problem = MatmulProblem((3, 100, 30), (3, 64, 30), (3, 100, 64), transpose_rhs=True)
-    default = MatmulSimtParams.default_for(problem)
-    candidates = MATMUL_SIMT_SPACE.candidates(problem)
+    default = MatmulSimtParams.default_for(problem, "sm_90")
+    candidates = matmul_simt_space("sm_90").candidates(problem)
     expected = {0, 1, 2, candidates.index(default)}
     assert {r["index"] for r in rows} == expected
     assert [r["default"] for r in rows].count(True) == 1
@@ -45,7 +45,7 @@ def test_table(capsys):
     assert main(["matmul", "--m", "64", "--n", "64", "--k", "64", "--limit", "2", "--jobs", "1"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("matmul_simt space for 64 x 64 x 64 on sm_90:")
-    assert out[1].split() == ["index", "block_m", "block_n", "block_k", "threads", "block_warps",
+    assert out[1].split() == ["index", "block_m", "block_n", "block_k", "stages", "threads", "block_warps",
                               "warp_outer", "lanes", "thread_inner", "registers", "spill_bytes",
                               "shared_bytes", "default"]
     assert sum(line.rstrip().endswith("*") for line in out[2:]) == 1

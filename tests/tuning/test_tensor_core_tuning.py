@@ -40,7 +40,7 @@ def test_an_f16_model_has_a_tensor_core_kernel_with_an_f16_signature():
     assert bf16.kernel.signature.endswith("; bf16)")
     # Before sm_80 the matmuls are SIMT kernels, tuned in f32 (their f16 tensors are a view).
     (simt,) = model_kernels(half_mlp(), arch="sm_75")
-    assert simt.kernel == TunableKernel("matmul_simt", SQUARE)
+    assert simt.kernel == TunableKernel("matmul_simt", SQUARE, arch="sm_75")
     assert simt.kernel.signature.endswith("; f32)")
 
 

@@ -12,6 +12,17 @@ passes one buffer twice to a kernel. Indices are ``int``, or ``long long`` in a 
 folded: no ``int`` product of two literals overflows. A ``tmgpu.load_vector`` is one
 statement, ``const float4 w = *reinterpret_cast<const float4*>(&W[idx]);`` (``float2``;
 ``uint4``/``uint2`` holding 16-bit floats), whose elements are ``w.x``, ``w.y``, ...
+
+**Shared memory.** A kernel's ``tmgpu.shared_alloc``s print as ``__shared__`` arrays while
+they total at most 48 KiB, the static limit. Past it they are one block of dynamic shared
+memory: ``extern __shared__ __align__(16) unsigned char tmlir_dynamic_smem[];`` and each
+array a typed view into it at a 16-byte aligned offset (`shared_offsets`), e.g. ``float
+(&a_smem)[4224] = *reinterpret_cast<float (*)[4224]>(tmlir_dynamic_smem + 16896);``, so the
+accesses read as before. The printer derives this from the total (no attribute says it); the
+launch metadata carries the byte count (`KernelInfo.dynamic_shared_bytes`,
+`LaunchSpec.shared_bytes`), which a runtime passes at launch after raising the kernel's
+limit (``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``). The emu backend gives every
+worker one such buffer (``tmlir_emu.h``).
 """
 
 from __future__ import annotations
@@ -53,6 +64,7 @@ from tmlir.backends.cuda_types import (  # noqa: F401  (c_type, float_literal: t
 from tmlir.backends.kernel_abi import KernelParam, KernelSignature
 from tmlir.backends.tensor_core import shared_alignment, tensor_core_call
 from tmlir.dialects import tmgpu
+from tmlir.gpu_limits import MAX_STATIC_SHARED_BYTES
 from tmlir.ir.arith_ext import RemFOp
 from tmlir.ir.diagnostics import attach_op
 
@@ -89,16 +101,24 @@ _PURE = (*_BINARY, arith.CmpiOp, arith.CmpfOp, arith.SelectOp, arith.NegfOp,
          arith.ConstantOp, *_CASTS, *_FLOAT_CONVERSIONS, *_SIGN_CASTS, *_CALLS)
 
 
+#: The dynamic shared memory of a kernel whose shared arrays exceed the static limit.
+DYNAMIC_SHARED = "tmlir_dynamic_smem"
+#: Alignment of each shared array in dynamic shared memory (cp.async, ldmatrix rows).
+SHARED_ALIGNMENT = 16
+
+
 @dataclass(frozen=True)
 class KernelInfo:
-    """A kernel of the program: signature, threads per block, schedule template, and its
-    own CUDA C (`source`: comment header and function, compilable alone)."""
+    """A kernel of the program: signature, threads per block, schedule template, its own
+    CUDA C (`source`: comment header and function, compilable alone) and the bytes of
+    dynamic shared memory it takes at launch (0: its shared arrays are static)."""
 
     signature: KernelSignature
     block: int
     template: str
     params: dict[str, int | float | str]
     source: str = ""
+    dynamic_shared_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -117,12 +137,14 @@ class BufferSpec:
 
 @dataclass(frozen=True)
 class LaunchSpec:
-    """One kernel launch; `args` index into CudaProgram.buffers."""
+    """One kernel launch; `args` index into CudaProgram.buffers; `shared_bytes` of dynamic
+    shared memory (the kernel's `KernelInfo.dynamic_shared_bytes`)."""
 
     kernel: str
     grid: int
     block: int
     args: tuple[int, ...]
+    shared_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -166,16 +188,50 @@ _RESERVED = {"int", "float", "bool", "for", "if", "else", "return", "const", "vo
              "case", "default", "do", "while", "switch", "static", "struct", "union"}
 
 
+def element_bytes(type) -> int:
+    """Bytes of one element of IR type `type` (a bool is one byte)."""
+    element = dtypes.from_ir(type)
+    if element is None:
+        raise CudaEmitError(f"the CUDA printer does not know the size of {type}")
+    return element.numpy.itemsize
+
+
+def shared_offsets(kernel: tmgpu.KernelOp) -> tuple[dict[SSAValue, int], int]:
+    """The byte offset of each shared array of `kernel` in one block of shared memory, in
+    the order they are allocated, each `SHARED_ALIGNMENT`-aligned, and the block's bytes."""
+    offsets: dict[SSAValue, int] = {}
+    total = 0
+    for op in kernel.walk():
+        if isinstance(op, tmgpu.SharedAllocOp):
+            start = -(-total // SHARED_ALIGNMENT) * SHARED_ALIGNMENT
+            offsets[op.result] = start
+            total = start + math.prod(op.result.type.get_shape()) * element_bytes(op.result.type.element_type)
+    return offsets, total
+
+
+def dynamic_shared_bytes(kernel: tmgpu.KernelOp) -> int:
+    """Bytes of dynamic shared memory `kernel` takes: its shared arrays' total when that
+    exceeds the static 48 KiB, else 0 (they are static ``__shared__`` arrays)."""
+    static = sum(math.prod(op.result.type.get_shape()) * element_bytes(op.result.type.element_type)
+                 for op in kernel.walk() if isinstance(op, tmgpu.SharedAllocOp))
+    if static <= MAX_STATIC_SHARED_BYTES:
+        return 0
+    return shared_offsets(kernel)[1]
+
+
 class _KernelPrinter:
     """Prints one tmgpu.kernel as a CUDA C function."""
 
     def __init__(self, kernel: tmgpu.KernelOp) -> None:
         self.kernel = kernel
         self.index = "long long" if kernel.wide_index else "int"
-        self.names = _Names()
+        self.names = _Names({DYNAMIC_SHARED})
         self.values: dict[SSAValue, str] = {}
         self.lines: list[str] = []
         self.indent = 1
+        self.dynamic_bytes = dynamic_shared_bytes(kernel)  # at most MAX_SHARED_BYTES: the kernel verifies it
+        self.offsets = shared_offsets(kernel)[0] if self.dynamic_bytes else {}
+        self.dynamic_declared = False
 
     def emit(self, line: str) -> None:
         self.lines.append("  " * self.indent + line)
@@ -305,6 +361,8 @@ class _KernelPrinter:
                            tmgpu.GridDimOp: "gridDim"}[type(op)]
                 self.values[op.result] = self.names.fresh(op.result.name_hint, "id")
                 self.emit(f"const {self.index} {self.values[op.result]} = {builtin}.{op.dim.data};")
+            case tmgpu.SharedAllocOp() if self.dynamic_bytes:
+                self.print_dynamic_shared(op)
             case tmgpu.SharedAllocOp() | tmgpu.LocalAllocOp():
                 name = self.names.fresh(op.result.name_hint, "buf")
                 self.values[op.result] = name
@@ -354,6 +412,22 @@ class _KernelPrinter:
                 raise CudaEmitError(f"the CUDA printer does not support '{op.name}' in a kernel")
 
     _yield_targets: tuple[str, ...] = ()
+
+    def print_dynamic_shared(self, op: tmgpu.SharedAllocOp) -> None:
+        """A shared array as a typed view into the kernel's dynamic shared memory (the
+        ``extern`` declaration before the first one)."""
+        if not self.dynamic_declared:
+            arrays = sum(isinstance(o, tmgpu.SharedAllocOp) for o in self.kernel.walk())
+            self.emit(f"extern __shared__ __align__({SHARED_ALIGNMENT}) unsigned char {DYNAMIC_SHARED}[];  "
+                      f"// {self.dynamic_bytes} bytes of dynamic shared memory: {arrays} arrays")
+            self.dynamic_declared = True
+        name = self.names.fresh(op.result.name_hint, "buf")
+        self.values[op.result] = name
+        dims = "".join(f"[{d}]" for d in op.result.type.get_shape())
+        ctype = self.c_type(op.result.type.element_type)
+        offset = self.offsets[op.result]
+        base = f"{DYNAMIC_SHARED} + {offset}" if offset else DYNAMIC_SHARED
+        self.emit(f"{ctype} (&{name}){dims} = *reinterpret_cast<{ctype} (*){dims}>({base});")
 
     def print_for(self, op: scf.ForOp) -> None:
         if op.iter_args:
@@ -432,7 +506,7 @@ def _kernel_comment(kernel: tmgpu.KernelOp) -> str:
             + fused_line)
 
 
-def _plan(function: func.FuncOp):
+def _plan(function: func.FuncOp, shared_bytes: dict[str, int]):
     block = function.body.block
     names = _Names()
     inputs = _string_list(function, "tm.inputs")
@@ -466,8 +540,9 @@ def _plan(function: func.FuncOp):
             case tmgpu.ViewOp():  # the same device buffer, another shape
                 index[op.result] = index[op.source]
             case tmgpu.LaunchOp():
-                launches.append(LaunchSpec(op.kernel.string_value(), op.grid.data, op.block.data,
-                                           tuple(index[a] for a in op.args)))
+                name = op.kernel.string_value()
+                launches.append(LaunchSpec(name, op.grid.data, op.block.data,
+                                           tuple(index[a] for a in op.args), shared_bytes.get(name, 0)))
             case func.ReturnOp():
                 pass
             case _:
@@ -491,9 +566,14 @@ def _host_code(buffers: tuple[BufferSpec, ...], launches: tuple[LaunchSpec, ...]
     if any(buf.kind == "zeroed" for buf in buffers):
         lines.append("// zeroed buffers must be zero before the first run; every run leaves them zero.")
     lines.append('extern "C" void tmlir_run(void* const* buffers, cudaStream_t stream) {')
+    raised = set()
     for launch in launches:
         args = ", ".join(f"({ctypes[a]}*)buffers[{a}]" for a in launch.args)
-        lines.append(f"  {launch.kernel}<<<{launch.grid}, {launch.block}, 0, stream>>>({args});")
+        if launch.shared_bytes and launch.kernel not in raised:  # past 48 KiB: opt in
+            lines.append(f"  cudaFuncSetAttribute({launch.kernel}, cudaFuncAttributeMaxDynamicSharedMemorySize, "
+                         f"{launch.shared_bytes});")
+            raised.add(launch.kernel)
+        lines.append(f"  {launch.kernel}<<<{launch.grid}, {launch.block}, {launch.shared_bytes}, stream>>>({args});")
     lines += ["}", "#endif"]
     return "\n".join(lines) + "\n"
 
@@ -518,7 +598,8 @@ def emit_cuda(module: ModuleOp) -> CudaProgram:
             template, params = _params(op)
             types = prelude(text)
             alone = f"{types}\n{text}" if types else text
-            kernels[sig.name] = KernelInfo(sig, op.block.data, template, params, alone)
+            kernels[sig.name] = KernelInfo(sig, op.block.data, template, params, alone,
+                                           dynamic_shared_bytes(op))
             chunks.append(text)
     types = prelude("".join(chunks[1:]))
     if types:
@@ -527,7 +608,7 @@ def emit_cuda(module: ModuleOp) -> CudaProgram:
     buffers: tuple[BufferSpec, ...] = ()
     launches: tuple[LaunchSpec, ...] = ()
     if functions:
-        buffers, launches = _plan(functions[0])
+        buffers, launches = _plan(functions[0], {name: k.dynamic_shared_bytes for name, k in kernels.items()})
         chunks.append(_host_code(buffers, launches))
     return CudaProgram("\n".join(chunks), tuple(kernels.values()), buffers, launches)
 

@@ -15,13 +15,14 @@ that changes one kernel recompiles that kernel only.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -295,7 +296,8 @@ class KernelStats:
     """Per-kernel resource usage as reported by `ptxas -v`.
 
     `spill_bytes` is spill stores plus spill loads; `local_bytes` is the stack frame
-    (local arrays and spill slots); `shared_bytes` is static shared memory.
+    (local arrays and spill slots); `shared_bytes` is static shared memory (with the
+    dynamic shared memory of a program's kernel added by `with_dynamic_shared`).
     """
 
     registers: int
@@ -332,6 +334,14 @@ def parse_ptxas_log(log: str) -> dict[str, KernelStats]:
                           shared_bytes=smem, local_bytes=frames.get(name, (0, 0))[0])
         for name, (regs, smem) in used.items()
     }
+
+
+def with_dynamic_shared(stats: dict[str, KernelStats], dynamic: Mapping[str, int]) -> dict[str, KernelStats]:
+    """`stats` with each kernel's bytes of dynamic shared memory (`dynamic`, by kernel name:
+    ``KernelInfo.dynamic_shared_bytes``) added to its `shared_bytes`: ptxas only sees the
+    static arrays, and a block takes both."""
+    return {name: dataclasses.replace(s, shared_bytes=s.shared_bytes + dynamic.get(name, 0))
+            for name, s in stats.items()}
 
 
 def ptxas_stats(source: str, arch: str = "sm_90", *,

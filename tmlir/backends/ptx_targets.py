@@ -39,6 +39,7 @@ from tmlir.backends.ptx import (
     compile_cubin,
     compile_ptx,
     kernel_stats,
+    with_dynamic_shared,
 )
 from tmlir.ir.diagnostics import attach_op
 
@@ -215,7 +216,8 @@ class ReportTarget(_GpuTarget):
         """The kernel reports of `module` and its number of launches."""
         program = self.program(module)
         stats = self.compiled(kernel_stats, program.source, self.arch, self.compiler)
-        return kernel_reports(program, stats), len(program.launches)
+        dynamic = {k.signature.name: k.dynamic_shared_bytes for k in program.kernels}
+        return kernel_reports(program, with_dynamic_shared(stats, dynamic)), len(program.launches)
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         reports, launches = self.reports(module)

@@ -27,6 +27,7 @@ than that loops over its blocks with ``tmgpu.grid_dim`` as the stride.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -49,6 +50,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from tmlir.gpu_limits import (
     MAX_GRID_X,
+    MAX_SHARED_BYTES,
+    MAX_STATIC_SHARED_BYTES,
     MAX_THREADS_PER_BLOCK,
 )
 from tmlir.ir.global_ops import AtomicAddOpBase, LoadCgOpBase
@@ -131,6 +134,12 @@ class KernelOp(IRDLOperation):
             )
         for arg in self.body.block.args:
             memref_shape(arg.type, f"kernel @{self.sym_name.data} argument")
+        shared = sum(math.prod(op.result.type.get_shape()) * _element_bytes(op.result.type.element_type)
+                     for op in self.walk() if isinstance(op, SharedAllocOp))
+        if shared > MAX_SHARED_BYTES:
+            raise VerifyException(
+                f"kernel @{self.sym_name.data}: its shared arrays take {shared} bytes, more than a block "
+                f"has on any GPU ({MAX_SHARED_BYTES}; past {MAX_STATIC_SHARED_BYTES} they are dynamic shared memory)")
         verify_scratch(self, self.sym_name.data)
 
     @property
@@ -231,6 +240,12 @@ class KernelAllocOp(IRDLOperation):
 
     def verify_(self) -> None:
         memref_shape(self.result.type, "buffer")
+
+
+def _element_bytes(element: Attribute) -> int:
+    """Bytes of one element of a buffer (a bool, ``i1``, is one byte)."""
+    width = getattr(element, "bitwidth", 8)
+    return max(1, width // 8)
 
 
 @irdl_op_definition

@@ -256,7 +256,7 @@ class ConvertGraphToTm(ModulePass):
 
             recorded = recorded_params(TuningTarget(self.target_device, self.target_arch),
                                        self.tuning_records or None)
-        tuned = _with_defaults(recorded, self.default_values())
+        tuned = _with_defaults(recorded, self.default_values(), self.target_arch)
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
             signature = (*function.function_type.inputs, *function.function_type.outputs)
             if any(isinstance(t, TensorType) for t in signature):
@@ -321,10 +321,11 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int],
     function.function_type = FunctionType.from_lists([a.type for a in new_block.args], [])
 
 
-def _with_defaults(recorded: TunedParams | None,
-                   defaults: dict[str, dict[str, int | tuple[int, ...]]]) -> TunedParams | None:
-    """Recorded parameters, else the template's default with the options' `defaults` in
-    place (ValueError naming the option where they break a constraint for the problem)."""
+def _with_defaults(recorded: TunedParams | None, defaults: dict[str, dict[str, int | tuple[int, ...]]],
+                   arch: str) -> TunedParams | None:
+    """Recorded parameters, else the template's default on `arch` with the options'
+    `defaults` in place (ValueError naming the option where they break a constraint for the
+    problem)."""
     if recorded is None and not any(defaults.values()):
         return None
 
@@ -333,7 +334,7 @@ def _with_defaults(recorded: TunedParams | None,
         if params is not None or not defaults.get(template):
             return params
         try:
-            return resolve(template, problem, defaults[template])
+            return resolve(template, problem, defaults[template], arch=arch)
         except ValueError as exc:
             raise ValueError(f"option '{OPTIONS[template]}': {exc}; pin a schedule on this op "
                              "instead") from None

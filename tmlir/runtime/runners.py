@@ -120,7 +120,7 @@ class EmuRunner:
             launches = self.program.launches
             for launch in progress(launches, "running on emu", len(launches), "kernel"):
                 self.module.launch(launch.kernel, launch.grid, launch.block,
-                                   [arrays[i] for i in launch.args])
+                                   [arrays[i] for i in launch.args], shared_bytes=launch.shared_bytes)
         return outputs
 
     def profile(self, inputs: Mapping[int, np.ndarray], runs: int, warmup: int
@@ -135,7 +135,8 @@ class EmuRunner:
                 for launch in self.program.launches:
                     args = [arrays[i] for i in launch.args]
                     start = time.perf_counter()
-                    self.module.launch(launch.kernel, launch.grid, launch.block, args)
+                    self.module.launch(launch.kernel, launch.grid, launch.block, args,
+                                       shared_bytes=launch.shared_bytes)
                     times.append(time.perf_counter() - start)
                 if run >= warmup:
                     samples.append(times)
@@ -231,7 +232,8 @@ class CudaRunner:
     def _launch(self, i: int) -> None:
         """Queue launch `i` of the program on the runner's stream."""
         launch = self.program.launches[i]
-        self.module.launch(launch.kernel, launch.grid, launch.block, self.args[i], stream=self.stream)
+        self.module.launch(launch.kernel, launch.grid, launch.block, self.args[i],
+                           shared_bytes=launch.shared_bytes, stream=self.stream)
 
     def profile(self, inputs: Mapping[int, np.ndarray | ArrayRef], runs: int, warmup: int
                 ) -> list[list[float]]:

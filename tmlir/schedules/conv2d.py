@@ -33,7 +33,7 @@ Pads are explicit (top, left, bottom, right: ONNX's order).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
@@ -44,12 +44,9 @@ from tmlir.gpu_limits import WARP_SIZE
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.mapping import repeat, spatial
 from tmlir.schedules.common import f32_memref, kernel_attributes, name_args
-from tmlir.schedules.matmul_simt import (
-    GemmOperands,
-    MatmulProblem,
-    MatmulSimtParams,
-    simt_gemm,
-)
+from tmlir.schedules.gemm import GemmOperand, GemmOperands, MatmulProblem
+from tmlir.schedules.matmul_simt import MatmulSimtParams
+from tmlir.schedules.simt_gemm import simt_gemm
 
 Pair = tuple[int, int]
 Quad = tuple[int, int, int, int]
@@ -186,22 +183,25 @@ class Conv2dDirectParams:
     block: int = 256
 
 
-def conv2d_default_params(problem: Conv2dProblem) -> MatmulSimtParams | Conv2dDirectParams:
+def conv2d_default_params(problem: Conv2dProblem, arch: str | None = None) -> MatmulSimtParams | Conv2dDirectParams:
     """The direct kernel where a GEMM tile would be mostly padding, else the matmul
-    template's default for the implied GEMM."""
+    template's default for the implied GEMM on `arch`."""
     if problem.prefers_direct:
         return Conv2dDirectParams()
-    return MatmulSimtParams.default_for(problem.gemm)
+    return MatmulSimtParams.default_for(problem.gemm, arch)
 
 
 def conv2d_kernel(name: str, problem: Conv2dProblem,
-                  params: MatmulSimtParams | Conv2dDirectParams | None = None) -> tm.KernelOp:
+                  params: MatmulSimtParams | Conv2dDirectParams | None = None, arch: str | None = None,
+                  *, gathered: Collection[int] = ()) -> tm.KernelOp:
     """A kernel ``(x, w, [bias,] y)`` for `problem`: implicit GEMM for `MatmulSimtParams`,
-    direct for `Conv2dDirectParams`, the default choice for None."""
-    params = conv2d_default_params(problem) if params is None else params
+    direct for `Conv2dDirectParams`, the default choice on `arch` for None. `gathered`: the
+    kernel arguments (0: x, 1: w) a fused prologue computes (see
+    `conv2d_implicit_gemm_kernel`)."""
+    params = conv2d_default_params(problem, arch) if params is None else params
     if isinstance(params, Conv2dDirectParams):
         return conv2d_direct_kernel(name, problem, params)
-    return conv2d_implicit_gemm_kernel(name, problem, params)
+    return conv2d_implicit_gemm_kernel(name, problem, params, gathered=gathered)
 
 
 def _new_kernel(name: str, problem: Conv2dProblem, grid: int, block: int, template: str,
@@ -254,19 +254,26 @@ def _input_index(b: IRBuilder, problem: Conv2dProblem, n: Index, channel: Index,
     return [n, channel, ih, iw]
 
 
-def conv2d_implicit_gemm_kernel(name: str, problem: Conv2dProblem,
-                                params: MatmulSimtParams) -> tm.KernelOp:
-    """The convolution as the SIMT matmul template's GEMM with an im2col B operand."""
+def conv2d_implicit_gemm_kernel(name: str, problem: Conv2dProblem, params: MatmulSimtParams,
+                                *, gathered: Collection[int] = (), wait: bool = True) -> tm.KernelOp:
+    """The convolution as the SIMT matmul template's GEMM with an im2col B operand. In the
+    cp.async pipeline both operands are copied element by element (the im2col ones under
+    their padding predicate), except the kernel arguments in `gathered` (0: x, 1: w: a fused
+    prologue computes them), read with ``tm.load``. `wait=False` leaves out the pipeline's
+    waits (a planted race)."""
     p, P, gemm = problem, params, problem.gemm
     kernel, (x, w, *rest) = _new_kernel(
         name, p, P.blocks(gemm), P.threads, "conv2d_implicit_gemm",
-        {**P.describe(), "M": gemm.m, "N": gemm.n, "K": gemm.k})
+        {"M": gemm.m, "N": gemm.n, "K": gemm.k, **P.describe()})
     bias, y = (rest[0], rest[1]) if p.bias else (None, rest[0])
 
     def block_operands(b: IRBuilder, batch_coords: Sequence[Index]) -> GemmOperands:
-        return conv_gemm_operands(b, p, (P.block_m, P.block_n, P.block_k), (x, w, bias, y), batch_coords)
+        ops = conv_gemm_operands(b, p, (P.block_m, P.block_n, P.block_k), (x, w, bias, y), batch_coords)
+        weights = ops.a if 1 not in gathered else GemmOperand(True, ops.a.load)
+        pixels = ops.b if 0 not in gathered else GemmOperand(False, ops.b.load)
+        return GemmOperands(weights, pixels, ops.store_c)
 
-    simt_gemm(kernel, gemm, P, block_operands, ("group", "tile_m", "tile_n"))
+    simt_gemm(kernel, gemm, P, block_operands, ("group", "tile_m", "tile_n"), wait=wait)
     return kernel
 
 
@@ -276,7 +283,9 @@ def conv_gemm_operands(b: IRBuilder, problem: Conv2dProblem, block: tuple[int, i
     """One block's implicit-GEMM operands (any GEMM template with a `block` tile of
     ``block_m x block_n x block_k``): A the weights of the block's group (``batch_coords``:
     the group), B the im2col matrix (0 in the padding and past K and N), and the store of
-    C into ``y`` with the bias of the row's channel. `args` are ``(x, w, bias, y)``."""
+    C into ``y`` with the bias of the row's channel. `args` are ``(x, w, bias, y)``. Both
+    operands are loads and addresses (``gemm.py``): an im2col element's address has the
+    padding predicate, and its input coordinates clamped to 0 where it fails."""
     p, gemm = problem, problem.gemm
     x, w, bias, y = args
     taps = (p.group_in, *p.kernel)  # k = (c, kh, kw)
@@ -302,6 +311,20 @@ def conv_gemm_operands(b: IRBuilder, problem: Conv2dProblem, block: tuple[int, i
         index = _input_index(b, p, n, b.add(c0, c, "ci"), oh, ow, kh, kw, conditions)
         return b.load_if(_named_condition(b, conditions), x, index)
 
+    def weight_address(row: Index, k: Index) -> tuple[list[Index], SSAValue | None]:
+        c, kh, kw = _named(b.unravel(k, taps, in_range=True), ["c", "kh", "kw"])
+        return [b.add(co0, row, "co"), c, kh, kw], None
+
+    def im2col_address(col: Index, k: Index) -> tuple[list[Index], SSAValue | None]:
+        c, kh, kw = _named(b.unravel(k, taps, in_range=True), ["c", "kh", "kw"])
+        n, oh, ow = _named(b.unravel(col, pixels, in_range=True), ["n", "oh", "ow"])
+        conditions: list[SSAValue] = []
+        index = _input_index(b, p, n, b.add(c0, c, "ci"), oh, ow, kh, kw, conditions)
+        inside = _named_condition(b, conditions)
+        if inside is not None:  # in the padding: a zero-filled copy from the input's origin row
+            index = [*index[:2], *(_select(b, inside, i, "clamped") for i in index[2:])]
+        return index, inside
+
     def store_output(row: Index, col: Index, value: SSAValue) -> None:
         n, oh, ow = _named(b.unravel(col, pixels, in_range=not partial_n), ["n", "oh", "ow"])
         co = b.add(co0, row, "co")
@@ -315,7 +338,13 @@ def conv_gemm_operands(b: IRBuilder, problem: Conv2dProblem, block: tuple[int, i
             guard = [d for d, g in ((0, partial_n), (1, partial_m)) if g]
             b.store(value, y, [n, co, oh, ow], guard)
 
-    return GemmOperands(load_weight, load_im2col, store_output)
+    return GemmOperands(GemmOperand(True, load_weight, w, weight_address),
+                        GemmOperand(False, load_im2col, x, im2col_address), store_output)
+
+
+def _select(b: IRBuilder, condition: SSAValue, x: Index, name: str) -> SSAValue:
+    """`x` where `condition` holds, else 0."""
+    return b.insert(arith.SelectOp(condition, b.value(x), b.value(0)), name).results[0]
 
 
 def conv2d_direct_kernel(name: str, problem: Conv2dProblem,

@@ -85,8 +85,8 @@ def conv2d_tc_kernel(name: str, problem: Conv2dProblem, params: MatmulTcParams,
             co0 = b.mul(batch_coords[0] if batch_coords else 0, p.group_out, "co0")
             weights = TcOperand(True, w, lambda row, k: [b.add(co0, row), *b.unravel(k, taps, in_range=True)])
         else:
-            weights = TcOperand(True, load=ops.load_a)
-        return TcOperands(weights, TcOperand(False, load=ops.load_b), ops.store_c)
+            weights = TcOperand(True, load=ops.a.load)
+        return TcOperands(weights, TcOperand(False, load=ops.b.load), ops.store_c)
 
     tc_gemm(kernel, gemm, P, element, block_operands, ("group", "tile_m", "tile_n"))
     return kernel

@@ -28,6 +28,10 @@ post-scheduling fusion (Hidet, Ding et al., ASPLOS 2023, section 5):
 
 No template knows about fusion; a template only has to read its operands with ``tm.load``
 and write each element of its results once with ``tm.store``, which every template does.
+(A GEMM template copies operands with ``tm.cp_async`` unless told which ones a prologue
+computes, ``kernel_for(prologue=...)``; a copy of a prologue's operand that is left is
+turned into loads of its elements stored into its destination, 0 where it would fill
+zeros, at the same place: correct, but not overlapped.)
 The kernel's arguments become the group's inputs (each value once), then its outputs, then
 the template's scratch arguments (a split-K workspace and counters: memory, not values of
 the group), which fusion leaves alone.
@@ -338,7 +342,9 @@ class _Rewrite:
     # ---- prologue ---------------------------------------------------------------------
     def prologue(self, arg: BlockArgument, value: SSAValue) -> None:
         """Every load of `arg` (the anchor's operand `value`, computed in the group) becomes
-        the computation of that element (a vector load: of each of its elements)."""
+        the computation of that element (a vector load: of each of its elements; a copy:
+        loads of its elements, `_copies_to_loads`)."""
+        _copies_to_loads(arg)
         for use in list(arg.uses):
             if isinstance(use.operation, tm.LoadVectorOp):
                 scalar_loads(use.operation)
@@ -379,6 +385,24 @@ class _Rewrite:
                     b.store(value, self.output_arg(sink), buffer_indices(at))
             if result not in self.yielded:
                 Rewriter.erase_op(store)
+
+
+def _copies_to_loads(arg: BlockArgument) -> None:
+    """Each ``tm.cp_async`` from `arg` becomes, where it is, a ``tm.load`` of each element it
+    copies (0 where its ``zfill_unless`` condition fails) stored into its destination; the
+    elements of a 16-byte copy run along both buffers' last dims."""
+    element = arg.type.element_type  # type: ignore[attr-defined]
+    for use in list(arg.uses):
+        copy = use.operation
+        if not (isinstance(copy, tm.CpAsyncOp) and copy.src is arg):
+            continue
+        b = IRBuilder.before(copy)
+        for e in range(copy.bytes.data // (element.bitwidth // 8)):
+            src = [b.value(i) for i in (*copy.src_indices[:-1], b.add(copy.src_indices[-1], e))]
+            dst = [b.value(i) for i in (*copy.dst_indices[:-1], b.add(copy.dst_indices[-1], e))]
+            value = b.value_if(copy.inside, lambda src=src: b.insert(tm.LoadOp(arg, src)).results[0], 0, element)
+            b.insert(tm.StoreOp(value, copy.dst, dst))
+        Rewriter.erase_op(copy)
 
 
 def _path(source: SSAValue, target: SSAValue, members: Sequence[Operation],

@@ -22,7 +22,7 @@ from tmlir.latency import Estimate, Launch, estimate
 from tmlir.schedules.conv2d import Conv2dProblem
 from tmlir.schedules.kloops import TC_ELEMENTS, kloop, register_estimate
 from tmlir.schedules.matmul_gemv_params import MatmulGemvParams
-from tmlir.schedules.matmul_simt import MatmulProblem
+from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams
 
 #: The GPU each compute capability's defaults are chosen for when no device is named.
 ARCH_GPUS = {"sm_80": "A100", "sm_86": "A100", "sm_89": "A100", "sm_90": "H100"}
@@ -53,6 +53,9 @@ def header(template: str, problem: MatmulProblem | Conv2dProblem, params: Any, e
     values: dict[str, int | str] = {**described, "M": gemm.m, "N": gemm.n, "K": gemm.k}
     if template.endswith("_tc"):
         values["dtype"] = element
+    elif isinstance(params, MatmulSimtParams):  # the SIMT engine's: split_k, how its operands travel
+        copy_a, copy_b = params.copy_kinds(gemm, im2col=isinstance(problem, Conv2dProblem))
+        values.update({"split_k": 1, "copy_a": copy_a, "copy_b": copy_b})
     return values
 
 

@@ -21,8 +21,10 @@ the op's problem are errors (`Space.pin`). Only tunable ops have parameters to p
 in a ``graph.fused`` group the anchor carries the attribute.
 
 The dialects cannot check the attribute (they sit below the schedules), so
-`verify_schedules` is the check: ``convert-graph-to-tm`` runs it on the whole module
-before converting anything, and a driver may run it right after parsing.
+`verify_schedules` is the check: ``convert-graph-to-tm`` runs it on the whole module, for
+its target arch, before converting anything, and a driver may run it right after parsing
+(names, types and choices only: the constraints depend on the arch, which the pipeline
+names later).
 """
 
 from __future__ import annotations
@@ -37,20 +39,23 @@ from tmlir.dialects import graph
 from tmlir.ir.diagnostics import OpError
 from tmlir.schedules.conv2d import Conv2dProblem
 from tmlir.schedules.matmul_gemv import MATMUL_GEMV_SPACE, MatmulGemvParams
-from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulProblem, MatmulSimtParams
+from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulProblem, MatmulSimtParams, matmul_simt_space
 from tmlir.schedules.matmul_tc import MATMUL_TC_SPACE, default_params, tc_space
 from tmlir.schedules.space import Space, value_text
 from tmlir.schedules.templates import DEFAULT_ARCH, TemplateParams, TunableProblem, tunable_problem
 
 #: The attribute of a graph op naming its schedule's parameters.
 SCHEDULE_ATTR = "schedule"
-#: The space of each tunable template (the SIMT ones take `MatmulSimtParams` on a GEMM
-#: problem, the small-M one `MatmulGemvParams`, the tensor-core ones `MatmulTcParams`; for
-#: f32 operands theirs is `space_of`'s).
+#: The space of each tunable template where no architecture is named (the SIMT ones take
+#: `MatmulSimtParams` on a GEMM problem, sm_80's limits; the small-M one `MatmulGemvParams`;
+#: the tensor-core ones `MatmulTcParams`): names and choices. `space_of` has the one of an
+#: element type and arch.
 SPACES: dict[str, Space] = {
     "matmul_simt": MATMUL_SIMT_SPACE, "conv2d_implicit_gemm": MATMUL_SIMT_SPACE, "matmul_tc": MATMUL_TC_SPACE,
     "conv2d_tc": MATMUL_TC_SPACE, "matmul_gemv": MATMUL_GEMV_SPACE,
 }
+#: The SIMT GEMM engine's templates, whose space depends on the target arch.
+SIMT_TEMPLATES = ("matmul_simt", "conv2d_implicit_gemm")
 #: The tensor-core templates, whose space and default depend on the operands' element type.
 TENSOR_CORE_TEMPLATES = ("matmul_tc", "conv2d_tc")
 #: The ``convert-graph-to-tm`` option that changes each template's defaults.
@@ -63,24 +68,31 @@ def gemm_problem(problem: TunableProblem) -> MatmulProblem:
     return problem.gemm if isinstance(problem, Conv2dProblem) else problem
 
 
-def space_of(template: str, element: str = "f16") -> Space:
+def space_of(template: str, element: str = "f16", arch: str | None = None) -> Space:
     """The space of `template` for operands of `element` (``f16``, ``bf16``, ``f32`` or
-    ``tf32``): a tensor-core template's f32 (TF32) tiles take twice the shared memory."""
-    return tc_space(element) if template in TENSOR_CORE_TEMPLATES else SPACES[template]
+    ``tf32``) on `arch` (None: sm_80's limits): a tensor-core template's f32 (TF32) tiles
+    take twice the shared memory; the SIMT one's shared memory and pipeline depend on the
+    arch (`matmul_simt_space`)."""
+    if template in TENSOR_CORE_TEMPLATES:
+        return tc_space(element)
+    return matmul_simt_space(arch) if template in SIMT_TEMPLATES else SPACES[template]
 
 
-def default_of(template: str, gemm: MatmulProblem, element: str = "f16") -> TemplateParams:
-    """The parameters `template` uses untuned for `gemm` with operands of `element`."""
+def default_of(template: str, gemm: MatmulProblem, element: str = "f16", arch: str | None = None) -> TemplateParams:
+    """The parameters `template` uses untuned for `gemm` with operands of `element` on `arch`."""
     if template in TENSOR_CORE_TEMPLATES:
         return default_params(gemm, element)
-    return MatmulGemvParams.default_for(gemm) if template == "matmul_gemv" else MatmulSimtParams.default_for(gemm)
+    if template == "matmul_gemv":
+        return MatmulGemvParams.default_for(gemm)
+    return MatmulSimtParams.default_for(gemm, arch)
 
 
-def resolve(template: str, problem: TunableProblem, values: Values, element: str = "f16") -> TemplateParams:
-    """The default candidate of `template` for `problem` (operands of `element`) with
-    `values` in place, checked (ValueError naming the parameter or the broken constraint)."""
+def resolve(template: str, problem: TunableProblem, values: Values, element: str = "f16",
+            arch: str | None = None) -> TemplateParams:
+    """The default candidate of `template` for `problem` (operands of `element`) on `arch`
+    with `values` in place, checked (ValueError naming the parameter or the broken constraint)."""
     gemm = gemm_problem(problem)
-    return space_of(template, element).pin(default_of(template, gemm, element), values, gemm)
+    return space_of(template, element, arch).pin(default_of(template, gemm, element, arch), values, gemm)
 
 
 def values_from_attr(attr: Attribute, space: Space = MATMUL_SIMT_SPACE) -> dict[str, int | tuple[int, ...]]:
@@ -142,10 +154,12 @@ def check_option(template: str, text: str) -> dict[str, int | tuple[int, ...]]:
     return values
 
 
-def pinned_params(op: Operation, arch: str = DEFAULT_ARCH) -> TemplateParams | None:
+def pinned_params(op: Operation, arch: str = DEFAULT_ARCH, *, constraints: bool = True) -> TemplateParams | None:
     """The parameters pinned on `op` by its ``schedule`` attribute for the template that
     builds it on `arch`, None without one; OpError (``'<op>': schedule: ...``) for an
-    invalid pin or an op that has none to pin."""
+    invalid pin or an op that has none to pin. Without `constraints` only the names, types
+    and choices are checked (the constraints depend on the arch: a parse-time check does
+    not know it), and None is returned."""
     attr = op.attributes.get(SCHEDULE_ATTR)
     if attr is None:
         return None
@@ -162,7 +176,11 @@ def pinned_params(op: Operation, arch: str = DEFAULT_ARCH) -> TemplateParams | N
     template, problem = tunable
     try:
         element = str(op.operands[0].type.get_element_type())  # type: ignore[attr-defined]
-        return resolve(template, problem, values_from_attr(attr, SPACES[template]), element)
+        values = values_from_attr(attr, SPACES[template])
+        if not constraints:
+            space_of(template, element, arch).check_values(values)
+            return None
+        return resolve(template, problem, values, element, arch)
     except ValueError as exc:
         elsewhere = tunable_problem(op)
         if elsewhere is not None and elsewhere[0] != template:  # a tensor-core op, on an older arch
@@ -170,12 +188,12 @@ def pinned_params(op: Operation, arch: str = DEFAULT_ARCH) -> TemplateParams | N
         raise OpError(op, f"'{op.name}': schedule: {exc}") from exc
 
 
-def verify_schedules(root: Operation, arch: str = DEFAULT_ARCH) -> None:
-    """Check every ``schedule`` attribute under `root` (`pinned_params` on `arch`): OpError
-    for the first invalid one."""
+def verify_schedules(root: Operation, arch: str = DEFAULT_ARCH, *, constraints: bool = True) -> None:
+    """Check every ``schedule`` attribute under `root` (`pinned_params` on `arch`; without
+    `constraints`, names, types and choices only): OpError for the first invalid one."""
     for op in root.walk():
         if SCHEDULE_ATTR in op.attributes:
-            pinned_params(op, arch)
+            pinned_params(op, arch, constraints=constraints)
 
 
 def schedule_attr_text(params: TemplateParams) -> str:

@@ -70,7 +70,7 @@ from tmlir.gpu_limits import MAX_STATIC_SHARED_BYTES, WARP_SIZE
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.layout import row_major
 from tmlir.mapping import TaskMapping, auto_map, repeat, spatial
-from tmlir.schedules.matmul_simt import ElementLoad, MatmulProblem, ResultStore
+from tmlir.schedules.gemm import ElementLoad, MatmulProblem, ResultStore
 from tmlir.schedules.split_k import SPLIT_K_SHARED_BYTES, SplitK, add_scratch
 
 COPY_BYTES = 16  # one cp.async

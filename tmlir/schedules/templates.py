@@ -187,9 +187,9 @@ def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None,
     None when it writes no element. A tunable op (`tunable_problem` on `arch`) gets the
     `pinned` parameters (its schedule pinned in IR, see ``pinned.py``), else those `tuned`
     returns for it, else its template's default. `prologue` names the operands a fused
-    prologue will compute: a tensor-core template reads them with ``tm.load`` instead of
-    copying them with ``cp.async``, the small-M one instead of ``tm.load_vector`` (every
-    other template reads operands with ``tm.load``).
+    prologue will compute: a GEMM template (tensor-core or SIMT) reads them with ``tm.load``
+    instead of copying them with ``cp.async``, the small-M one instead of ``tm.load_vector``
+    (every other template reads operands with ``tm.load``).
     NoTemplate for an op without a template; ValueError for what its template cannot do."""
     check_element_types(op)
     if (tunable := tunable_problem(op, arch)) is not None:
@@ -218,15 +218,21 @@ def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None,
                 raise ValueError("the parameters are another template's, but this matmul has at most "
                                  "16 rows: it runs on matmul_gemv")
             kernel = matmul_gemv_kernel(name, problem, params or MatmulGemvParams.default_for(problem), prologue)
-        elif isinstance(problem, MatmulProblem):
-            element = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
-            if isinstance(element, Float64Type):  # in double; records tune f32 (the defaults fit f64)
-                kernel = matmul_simt_kernel(name, problem, pinned or MatmulSimtParams.default_for(problem),
-                                            element)
-            else:
-                kernel = matmul_simt_kernel(name, problem, params or MatmulSimtParams.default_for(problem))
         else:
-            kernel = conv2d_kernel(name, problem, params)
+            # f16/bf16 operands are read widened through `half_arguments`: with tm.load, as
+            # those a prologue computes
+            narrow = [i for i in (0, 1) if dtypes.is_narrow_float(op.operands[i].type.get_element_type())]  # type: ignore[attr-defined]
+            gathered = sorted({*prologue, *narrow})
+            if isinstance(problem, MatmulProblem):
+                element = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
+                if isinstance(element, Float64Type):  # in double; records tune f32: the register path's default
+                    kernel = matmul_simt_kernel(name, problem, pinned or MatmulSimtParams.legacy_default(problem),
+                                                element, gathered=gathered)
+                else:
+                    kernel = matmul_simt_kernel(name, problem, params or MatmulSimtParams.default_for(problem, arch),
+                                                gathered=gathered)
+            else:
+                kernel = conv2d_kernel(name, problem, params, arch, gathered=gathered)
     elif (builder := kernel_builder(type(op))) is None:
         raise NoTemplate(f"no schedule template for '{op.name}'")
     else:

@@ -37,7 +37,8 @@ def removed_unit_dims(shape: Sequence[int], view: Sequence[int]) -> list[int]:
 def view_kernel_args(kernel: tm.KernelOp, shapes: Mapping[int, Sequence[int]]) -> tm.KernelOp:
     """Retype kernel argument ``i`` to a buffer of ``shapes[i]``, its shape without some
     extent-1 dims, and drop those dims' indices from its ``tm.load`` / ``tm.load_vector`` /
-    ``tm.store``s (which must not guard them). Returns `kernel`, changed in place."""
+    ``tm.store``s (which must not guard them) and the ``tm.cp_async``s that copy from it.
+    Returns `kernel`, changed in place."""
     block = kernel.body.block
     for index, view in shapes.items():
         old = block.args[index]
@@ -50,6 +51,12 @@ def view_kernel_args(kernel: tm.KernelOp, shapes: Mapping[int, Sequence[int]]) -
         kept = [d for d in range(len(shape)) if d not in removed]
         for use in list(old.uses):
             access = use.operation
+            if isinstance(access, tm.CpAsyncOp) and access.src is old:  # a copy from the argument
+                copy = tm.CpAsyncOp(access.bytes.data, access.dst, list(access.dst_indices), new,
+                                    [access.src_indices[d] for d in kept], access.inside)
+                copy.attributes.update(access.attributes)
+                Rewriter.replace_op(access, copy)
+                continue
             assert isinstance(access, tm.LoadOp | tm.LoadVectorOp | tm.StoreOp) and access.memref is old, access
             assert not set(access.guarded_dims) & set(removed), "a removed unit dim is guarded"
             indices = [access.indices[d] for d in kept]

@@ -6,10 +6,12 @@
     tm-space matmul_tc --m 4096 --n 4096 --k 4096 --dtype bf16  # the tensor-core template
     tm-space gemv --m 1 --n 4096 --k 4096 --trans-b        # the small-M template, B stored N x K
 
-Every valid candidate is compiled for the target (``--arch``, default sm_90) with
-``ptxas -v`` — no GPU needed — and reported with its parameters, ``registers``,
-``spill_bytes`` and ``shared_bytes``; the candidate the compiler uses without tuning has
-``"default": true``. ``--json`` prints one JSON object per line per candidate.
+The space is the one of the target (``--arch``, default sm_90: the SIMT template's
+cp.async pipeline from sm_80 and the shared memory a block may opt in to), and every valid
+candidate is compiled for it with ``ptxas -v`` — no GPU needed — and reported with its
+parameters, ``registers``, ``spill_bytes`` and ``shared_bytes`` (static and dynamic); the
+candidate the compiler uses without tuning has ``"default": true``. ``--json`` prints one
+JSON object per line per candidate.
 ``--pin INDEX`` compiles nothing: it prints candidate INDEX as the ``schedule`` attribute
 that pins it on a ``graph.matmul`` in IR and as the ``matmul`` option of
 ``convert-graph-to-tm`` (see docs/schedules.md). ``matmul_tc`` is the tensor-core template
@@ -86,13 +88,13 @@ def tunable(args: argparse.Namespace) -> TunableKernel:
 
     problem = problem_of(args)
     if args.template == "matmul":
-        return TunableKernel("matmul_simt", problem)
+        return TunableKernel("matmul_simt", problem, arch=args.arch)
     if args.template == "gemv":
         if not gemv_takes(problem):
             raise ValueError("gemv takes at most 16 rows of an unbatched B (use the matmul template)")
-        return TunableKernel("matmul_gemv", problem)
+        return TunableKernel("matmul_gemv", problem, arch=args.arch)
     check_problem(problem, Float16Type() if args.dtype == "f16" else BFloat16Type())
-    return TunableKernel("matmul_tc", problem, args.dtype)
+    return TunableKernel("matmul_tc", problem, args.dtype, args.arch)
 
 
 def pin_text(args: argparse.Namespace) -> str:
@@ -133,7 +135,7 @@ def rows(args: argparse.Namespace) -> list[dict]:
     return out
 
 
-COLUMNS = ("index", "block_m", "block_n", "block_k", "threads", "block_warps", "warp_outer",
+COLUMNS = ("index", "block_m", "block_n", "block_k", "stages", "threads", "block_warps", "warp_outer",
            "lanes", "thread_inner", "registers", "spill_bytes", "shared_bytes", "default")
 TC_COLUMNS = ("index", "block_m", "block_n", "block_k", "warps", "stages", "split_k", "threads", "registers",
               "spill_bytes", "shared_bytes", "default")

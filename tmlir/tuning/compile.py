@@ -45,6 +45,7 @@ from tmlir.backends.ptx import (
     check_arch,
     kernel_stats,
     nvrtc_version,
+    with_dynamic_shared,
 )
 from tmlir.tuning.occupancy import SM90, SmLimits, occupancy
 from tmlir.tuning.programs import candidate_program
@@ -93,7 +94,9 @@ def compile_chunk(kernel: TunableKernel, chunk: Sequence[Candidate], arch: str,
                     kernel.signature, repr([(c.kernel_name, c.params) for c in chunk]))
 
     def build(path: Path) -> None:
-        stats = kernel_stats(candidate_program(kernel, chunk).source, arch)
+        program = candidate_program(kernel, chunk)
+        dynamic = {k.signature.name: k.dynamic_shared_bytes for k in program.kernels}
+        stats = with_dynamic_shared(kernel_stats(program.source, arch), dynamic)
         path.write_text(json.dumps({c.kernel_name: vars(stats[c.kernel_name]) for c in chunk}))
 
     try:

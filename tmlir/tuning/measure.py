@@ -38,12 +38,14 @@ BATCH_SECONDS = 2e-4
 
 
 def compile_chunk_ptx(kernel: TunableKernel, chunk: Sequence[Candidate], arch: str
-                      ) -> tuple[str, list[KernelSignature]]:
-    """PTX and kernel signatures of one chunk of candidates (runs on a worker)."""
+                      ) -> tuple[str, list[KernelSignature], dict[str, int]]:
+    """PTX, kernel signatures and dynamic shared bytes by kernel name of one chunk of
+    candidates (runs on a worker)."""
     from tmlir.backends.ptx import compile_ptx
 
     program = candidate_program(kernel, chunk)
-    return compile_ptx(program.source, arch), [k.signature for k in program.kernels]
+    return (compile_ptx(program.source, arch), [k.signature for k in program.kernels],
+            {k.signature.name: k.dynamic_shared_bytes for k in program.kernels})
 
 
 def candidate_inputs(kernel: TunableKernel, seed: int = 0
@@ -111,8 +113,9 @@ def time_candidates(kernel: TunableKernel, candidates: Sequence[Candidate], arch
     else:
         compiled = list(executor.map(compile_chunk_ptx, [kernel] * len(parts), parts,
                                      [arch] * len(parts)))
-    modules = [CudaModule(ptx, sigs) for ptx, sigs in compiled]
+    modules = [CudaModule(ptx, sigs) for ptx, sigs, _ in compiled]
     module_of = {c.index: m for part, m in zip(parts, modules) for c in part}
+    shared_bytes = {name: size for _, _, sizes in compiled for name, size in sizes.items()}
 
     rtol = kernel.rtol if rtol is None else rtol
     *arrays, (out_shape, out_dtype) = candidate_inputs(kernel)
@@ -133,7 +136,8 @@ def time_candidates(kernel: TunableKernel, candidates: Sequence[Candidate], arch
             buffer.fill_zero()
             extra.append(buffer)
         scratch.extend(extra)
-        return lambda: module.launch(c.kernel_name, blocks, threads, [*inputs, out, *extra])
+        return lambda: module.launch(c.kernel_name, blocks, threads, [*inputs, out, *extra],
+                                     shared_bytes[c.kernel_name])
 
     def output(c: Candidate) -> np.ndarray:
         out.copy_from(nan)

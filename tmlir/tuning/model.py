@@ -71,9 +71,9 @@ def tunable_kernel(op: Operation, arch: str = DEFAULT_ARCH) -> TunableKernel | N
     template, problem = tunable
     if TEMPLATES[template].elements == ("f32",):  # SIMT: computes in f32 (f16 tensors are a view)
         element = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
-        return None if isinstance(element, Float64Type) else TunableKernel(template, problem)
+        return None if isinstance(element, Float64Type) else TunableKernel(template, problem, arch=arch)
     element = op.operands[0].type.get_element_type()  # type: ignore[attr-defined]
-    return TunableKernel(template, problem, _element_name(element))
+    return TunableKernel(template, problem, _element_name(element), arch)
 
 
 def _element_name(element: Attribute) -> str:

@@ -213,7 +213,7 @@ def recorded_params(target: TuningTarget, path: str | os.PathLike | None = None
     def lookup(template: str, problem: TunableProblem, element: str = "") -> TemplateParams | None:
         elements = [element] if element else list(TEMPLATES[template].elements)
         for name in elements:
-            kernel = TunableKernel(template, problem, name)
+            kernel = TunableKernel(template, problem, name, target.arch)
             record = table.get((kernel.signature, target.device_name, target.arch, __version__))
             if record is not None:
                 return _checked(kernel, record)

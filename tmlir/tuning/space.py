@@ -43,7 +43,7 @@ from tmlir.schedules.model_choice import ranked
 from tmlir.schedules.pinned import default_of, space_of
 from tmlir.schedules.space import Space
 from tmlir.schedules.tc_gemm import MatmulTcParams
-from tmlir.schedules.templates import TemplateParams, TunableProblem
+from tmlir.schedules.templates import DEFAULT_ARCH, TemplateParams, TunableProblem
 
 #: The element types a tunable kernel's operands may have, by signature name.
 ELEMENTS: dict[str, dtypes.DType] = {"f32": dtypes.FLOAT32, "f16": dtypes.FLOAT16,
@@ -121,13 +121,15 @@ def _either(names: tuple[str, ...]) -> str:
 
 @dataclass(frozen=True)
 class TunableKernel:
-    """A template, the problem it builds a kernel for and its operands' element type
+    """A template, the problem it builds a kernel for, its operands' element type
     (``f32``, ``f16``, ``bf16`` or ``tf32``: f32 operands on TF32 mma; default: the
-    template's first, `Template.elements`)."""
+    template's first, `Template.elements`) and the architecture it is built for (the SIMT
+    template's space and default depend on it: shared memory, the cp.async pipeline)."""
 
     template: str
     problem: MatmulProblem | Conv2dProblem
     element: str = ""
+    arch: str = DEFAULT_ARCH
 
     def __post_init__(self) -> None:
         info = TEMPLATES.get(self.template)
@@ -146,7 +148,7 @@ class TunableKernel:
 
     @property
     def space(self) -> Space:
-        return space_of(self.template, self.element)
+        return space_of(self.template, self.element, self.arch)
 
     @property
     def signature(self) -> str:
@@ -181,7 +183,7 @@ class TunableKernel:
         return RTOLS[self.element]
 
     def default_params(self) -> TemplateParams:
-        return default_of(self.template, self.gemm, self.element)
+        return default_of(self.template, self.gemm, self.element, self.arch)
 
     def is_valid(self, params: object) -> bool:
         """Whether `params` is a point of the space that is valid for this problem."""
@@ -221,6 +223,6 @@ class TunableKernel:
                 for kind, t in params.scratch(self.gemm)]
 
 
-def matmul_candidates(problem: MatmulProblem) -> list[Candidate]:
-    """The valid candidates of a matmul `problem`; the default one is marked."""
-    return TunableKernel("matmul_simt", problem).candidates()
+def matmul_candidates(problem: MatmulProblem, arch: str = DEFAULT_ARCH) -> list[Candidate]:
+    """The valid candidates of a matmul `problem` on `arch`; the default one is marked."""
+    return TunableKernel("matmul_simt", problem, arch=arch).candidates()

@@ -12,6 +12,7 @@
 // one block of 4 warps, 2 threads across a tile of 8 columns, 16 threads splitting K)
 // sums its warps' partial results in shared memory: 4 warps x 4 rows x 8 columns x 4
 // bytes = 512. Register counts depend on the ptxas version: only their form is checked.
+// (Dynamic shared memory, added to ptxas' static bytes: backends/cuda_dynamic_shared.mlir.)
 
 // CHECK:      {{^}}# ptxas -v for sm_90: registers per thread, bytes per thread or block{{$}}
 // CHECK-NEXT: {{^}}kernel    template     grid x block  regs  spill B  smem B  stack B  parameters{{$}}

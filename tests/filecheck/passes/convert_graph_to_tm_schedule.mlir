@@ -3,13 +3,14 @@
 // A `schedule` attribute pins the template parameters of a tunable op: the kernel is built
 // with them (parameters left out keep the default for the op's problem).
 
-// The default for 32 x 32 x 8 is block_warps 1x1, lanes 2x16, block_k 8 (8 x 64 tiles);
-// the pin asks for lanes 8x4 and block_k 16: 32 x 16 tiles, a grid of 1 x 2 blocks.
+// The default for 32 x 32 x 8 (sm_90) is block_warps 1x1, lanes 4x8, block_k 16 in 3
+// stages (16 x 32 tiles); the pin asks for lanes 8x4 and block_k 32: 32 x 16 tiles, a grid
+// of 1 x 2 blocks, still 3 stages.
 // CHECK-LABEL: tm.kernel @matmul_0(%A: memref<32x8xf32>, %B: memref<8x32xf32>, %C: memref<32x32xf32>) grid(2) block(32)
-// CHECK-SAME:    tm.params = {block_m = 32 : i64, block_n = 16 : i64, block_k = 16 : i64, threads = 32 : i64, thread_m = 4 : i64, thread_n = 4 : i64, block_warps = "1x1", warp_outer = "1x1", lanes = "8x4", thread_inner = "4x4", M = 32 : i64, N = 32 : i64, K = 8 : i64}
-// CHECK:         %a_smem = tm.alloc shared layout(row_major(2, 16, 32, pad=2)) : memref<2x16x32xf32>
+// CHECK-SAME:    tm.params = {M = 32 : i64, N = 32 : i64, K = 8 : i64, block_m = 32 : i64, block_n = 16 : i64, block_k = 32 : i64, threads = 32 : i64, thread_m = 4 : i64, thread_n = 4 : i64, stages = 3 : i64, split_k = 1 : i64, copy_a = "cp4", copy_b = "cp16", block_warps = "1x1", warp_outer = "1x1", lanes = "8x4", thread_inner = "4x4"}
+// CHECK:         %a_smem = tm.alloc shared layout(row_major(3, 32, 32, pad=4)) : memref<3x32x32xf32>
 func.func @pinned(%a: tensor<32x8xf32>, %b: tensor<8x32xf32>) -> tensor<32x32xf32> {
-  %c = graph.matmul %a, %b {schedule = {lanes = array<i64: 8, 4>, block_k = 16}} : (tensor<32x8xf32>, tensor<8x32xf32>) -> tensor<32x32xf32>
+  %c = graph.matmul %a, %b {schedule = {lanes = array<i64: 8, 4>, block_k = 32}} : (tensor<32x8xf32>, tensor<8x32xf32>) -> tensor<32x32xf32>
   func.return %c : tensor<32x32xf32>
 }
 
@@ -17,15 +18,15 @@ func.func @pinned(%a: tensor<32x8xf32>, %b: tensor<8x32xf32>) -> tensor<32x32xf3
 
 // Two matmuls of one shape, one pinned: two kernels (a pin is part of the op's structure).
 // CHECK-LABEL: tm.kernel @matmul_0(
-// CHECK-SAME:    block_warps = "1x1", warp_outer = "1x1", lanes = "2x16"
+// CHECK-SAME:    block_warps = "1x1", warp_outer = "1x1", lanes = "4x8"
 // CHECK-LABEL: tm.kernel @matmul_1(
-// CHECK-SAME:    block_warps = "1x2", warp_outer = "1x1", lanes = "4x8"
+// CHECK-SAME:    block_warps = "1x2", warp_outer = "1x1", lanes = "8x4"
 // CHECK-LABEL: func.func @two
 // CHECK:         tm.launch @matmul_0
 // CHECK:         tm.launch @matmul_1
 func.func @two(%a: tensor<32x8xf32>, %b: tensor<8x32xf32>) -> (tensor<32x32xf32>, tensor<32x32xf32>) {
   %c = graph.matmul %a, %b : (tensor<32x8xf32>, tensor<8x32xf32>) -> tensor<32x32xf32>
-  %d = graph.matmul %a, %b {schedule = {block_warps = array<i64: 1, 2>, lanes = array<i64: 4, 8>}} : (tensor<32x8xf32>, tensor<8x32xf32>) -> tensor<32x32xf32>
+  %d = graph.matmul %a, %b {schedule = {block_warps = array<i64: 1, 2>, lanes = array<i64: 8, 4>}} : (tensor<32x8xf32>, tensor<8x32xf32>) -> tensor<32x32xf32>
   func.return %c, %d : tensor<32x32xf32>, tensor<32x32xf32>
 }
 
@@ -33,11 +34,11 @@ func.func @two(%a: tensor<32x8xf32>, %b: tensor<8x32xf32>) -> (tensor<32x32xf32>
 
 // In a fusion group the anchor carries the schedule.
 // CHECK-LABEL: tm.kernel @matmul_0(
-// CHECK-SAME:    block_k = 16 : i64
+// CHECK-SAME:    block_k = 32 : i64
 // CHECK-SAME:    tm.fused = "epilogue: relu"
 func.func @fused(%a: tensor<32x8xf32>, %b: tensor<8x32xf32>) -> tensor<32x32xf32> {
   %r = graph.fused -> tensor<32x32xf32> {
-    %c = graph.matmul %a, %b {schedule = {block_k = 16}} : (tensor<32x8xf32>, tensor<8x32xf32>) -> tensor<32x32xf32>
+    %c = graph.matmul %a, %b {schedule = {block_k = 32}} : (tensor<32x8xf32>, tensor<8x32xf32>) -> tensor<32x32xf32>
     %r_1 = graph.relu %c : tensor<32x32xf32>
     graph.yield %r_1 : tensor<32x32xf32>
   }
@@ -50,10 +51,11 @@ func.func @fused(%a: tensor<32x8xf32>, %b: tensor<8x32xf32>) -> tensor<32x32xf32
 // M = 8 channels, N = 100 pixels, K = 72 taps).
 // CHECK-LABEL: tm.kernel @conv_0(
 // CHECK-SAME:    tm.template = "conv2d_implicit_gemm"
-// CHECK-SAME:    block_k = 16 : i64
-// CHECK-SAME:    block_warps = "1x2", warp_outer = "1x1", lanes = "2x16"
+// CHECK-SAME:    block_k = 32 : i64
+// CHECK-SAME:    stages = 2 : i64
+// CHECK-SAME:    block_warps = "1x2", warp_outer = "1x1", lanes = "8x4"
 func.func @conv(%x: tensor<1x8x10x10xf32>, %w: tensor<8x8x3x3xf32>) -> tensor<1x8x10x10xf32> {
-  %c = graph.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, schedule = {block_warps = array<i64: 1, 2>, lanes = array<i64: 2, 16>, warp_outer = array<i64: 1, 1>, block_k = 16}} : (tensor<1x8x10x10xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x10x10xf32>
+  %c = graph.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, schedule = {block_warps = array<i64: 1, 2>, lanes = array<i64: 8, 4>, warp_outer = array<i64: 1, 1>, block_k = 32, stages = 2}} : (tensor<1x8x10x10xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x10x10xf32>
   func.return %c : tensor<1x8x10x10xf32>
 }
 

@@ -27,41 +27,41 @@
 // LEVEL-NOT: {{(= |^ *)tm\.}}
 
 // The matmul (a batch of 2, B batched too, so the SIMT template; M = 4, N = 6, K = 8 on a
-// 16x32x8 tile, one warp, a block per batch): two-stage shared tiles
-// and register fragments, guarded global loads into prefetch registers, a barrier after
-// the prologue, a guarded store. K = 8 is one k-step: canonicalize inlines the k loop,
-// arith-simplify decides `has_next` (1 < 1) and the prefetch, the store to the other
-// stage and the k-step barrier all go. `tid % 32` is `tid` with 32 threads.
+// 16x32x16 tile in 3 cp.async stages, one warp, a block per batch): three shared buffers
+// and two of register fragments, the prologue's zero-filling copies (past M, N and K) of
+// tile 0 and two commits (the second empty), the wait and barrier of tile 0, a guarded
+// store. K = 8 is one k-step: canonicalize inlines the k loop, arith-simplify decides
+// `has_issue` (2 < 1) and `has_next` (1 < 1): the copies of later tiles, the k-step's wait
+// and barrier all go. `tid % 32` is `tid` with 32 threads.
 // CHECK-LABEL: tmgpu.kernel @matmul_0(%A: memref<2x4x8xf32>, %B: memref<2x8x6xf32>, %C: memref<2x4x6xf32>) block(32)
 // CHECK-SAME:    attributes {tm.template = "matmul_simt"
 // CHECK:         %tid = tmgpu.thread_id x
-// CHECK:         %a_smem = tmgpu.shared_alloc : memref<320xf32>
-// CHECK-NEXT:    %b_smem = tmgpu.shared_alloc : memref<2x8x32xf32>
+// CHECK:         %a_smem = tmgpu.shared_alloc : memref<960xf32>
+// CHECK-NEXT:    %b_smem = tmgpu.shared_alloc : memref<3x16x32xf32>
 // CHECK-NEXT:    %a_frag = tmgpu.local_alloc : memref<2x4xf32>
 // CHECK-NEXT:    %b_frag = tmgpu.local_alloc : memref<2x4xf32>
-// CHECK-NEXT:    %a_ldg = tmgpu.local_alloc : memref<4xf32>
-// CHECK-NEXT:    %b_ldg = tmgpu.local_alloc : memref<8xf32>
 // CHECK-NEXT:    %acc = tmgpu.local_alloc : memref<4x4xf32>
 // CHECK-NEXT:    %[[C8:[0-9]+]] = arith.constant 8 : index
 // CHECK-NEXT:    %li = arith.divui %tid, %[[C8]] : index
 // CHECK-NEXT:    %lj = arith.remui %tid, %[[C8]] : index
 // CHECK-NOT:     arith.remui %tid, %[[C8]]
 // CHECK:         memref.store %{{.*}}, %acc[%i, %j] : memref<4x4xf32>
-// CHECK:         scf.if %{{[0-9]+}} -> (f32) {
-// CHECK-NEXT:      memref.load %A[%bid, %{{.*}}, %{{.*}}] : memref<2x4x8xf32>
-// CHECK:         memref.store %{{[0-9]+}}, %a_ldg[%r0] : memref<4xf32>
-// CHECK:         scf.if %{{[0-9]+}} -> (f32) {
-// CHECK-NEXT:      memref.load %B[%bid, %{{.*}}, %{{.*}}] : memref<2x8x6xf32>
-// CHECK:         memref.store %{{[0-9]+}}, %b_ldg[%r0_1] : memref<8xf32>
-// CHECK:         memref.store %{{[0-9]+}}, %a_smem[
-// CHECK:         memref.store %{{[0-9]+}}, %b_smem[
-// CHECK:         tmgpu.barrier
+// CHECK:         %inside = arith.andi %in_outer, %in_k : i1
+// CHECK:         tmgpu.cp_async bytes(4) %a_smem[%{{[0-9]+}}], %A[%bid, %clamped, %clamped_1] zfill_unless %inside
+// CHECK:         %inside_1 = arith.andi %in_outer_1, %in_k_1 : i1
+// CHECK:         tmgpu.cp_async bytes(4) %b_smem[{{.*}}], %B[%bid, %clamped_3, %clamped_2] zfill_unless %inside_1
+// CHECK:         tmgpu.cp_async_commit
+// CHECK-NEXT:    tmgpu.cp_async_commit
+// CHECK-NEXT:    tmgpu.cp_async_wait pending(1)
+// CHECK-NEXT:    tmgpu.barrier
 // CHECK-NOT:     tmgpu.barrier
+// CHECK-NOT:     tmgpu.cp_async bytes
 // CHECK:         scf.for %kk =
 // CHECK:           memref.load %b_smem[%{{[0-9]+}}, %next_kk,
 // CHECK-NOT:     tmgpu.barrier
 // CHECK:         {{^    \} \{tm.unroll\}$}}
 // CHECK-NOT:     tmgpu.barrier
+// CHECK-NOT:     tmgpu.cp_async_wait
 // CHECK-NOT:     has_next
 // CHECK:         %sum = memref.load %acc
 // CHECK:         scf.if %{{[0-9]+}} {

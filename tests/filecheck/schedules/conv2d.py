@@ -2,20 +2,25 @@
 # RUN: python %s | filecheck %s
 #
 # GEMM: 1x32x14x14 input, 64x16x3x3 weight, pad 1, groups 2: per group a 32 x 196 x 144
-# GEMM (default tile 8 x 64, one warp of spatial(2, 16) lanes * repeat(4, 4)). A is the
-# group's weight rows, B the im2col view of the input, loaded through predicated loads
-# into the double-buffered shared tiles.
+# GEMM. On sm_75 (the register path; default tile 8 x 64, one warp of spatial(2, 16) lanes *
+# repeat(4, 4)) A is the group's weight rows, B the im2col view of the input, loaded
+# through predicated loads into the double-buffered shared tiles. On sm_90 (the cp.async
+# pipeline; 16 x 32 tiles, 3 stages of 16) both are copied element by element, an im2col
+# element in the padding zero-filled from a clamped address.
 from xdsl.dialects.builtin import ModuleOp
 
 from tmlir.schedules.conv2d import Conv2dProblem, conv2d_kernel
 
 grouped = Conv2dProblem((1, 32, 14, 14), (64, 16, 3, 3), pads=(1, 1, 1, 1), groups=2, bias=True)
 depthwise = Conv2dProblem((1, 8, 9, 9), (8, 1, 3, 3), strides=(2, 2), pads=(1, 1, 1, 1), groups=8)
-print(ModuleOp([conv2d_kernel("conv_gemm", grouped), conv2d_kernel("conv_dw", depthwise)]))
+print(ModuleOp([conv2d_kernel("conv_gemm", grouped, arch="sm_75"), conv2d_kernel("conv_pipe", grouped, arch="sm_90"),
+                conv2d_kernel("conv_dw", depthwise)]))
 
 # CHECK-LABEL: tm.kernel @conv_gemm(%x: memref<1x32x14x14xf32>, %w: memref<64x16x3x3xf32>, %bias: memref<64xf32>, %y: memref<1x64x14x14xf32>) grid(32) block(32)
 # CHECK-SAME:    tm.template = "conv2d_implicit_gemm"
-# CHECK-SAME:    M = 32 : i64, N = 196 : i64, K = 144 : i64, kernel = "3x3", stride = "1x1", dilation = "1x1", pads = "1,1,1,1", groups = 2 : i64
+# CHECK-SAME:    M = 32 : i64, N = 196 : i64, K = 144 : i64,
+# CHECK-SAME:    stages = 1 : i64, split_k = 1 : i64, copy_a = "ldg", copy_b = "ldg",
+# CHECK-SAME:    kernel = "3x3", stride = "1x1", dilation = "1x1", pads = "1,1,1,1", groups = 2 : i64
 
 # The matmul template's two-stage shared tiles and registers.
 # CHECK:         %a_smem = tm.alloc shared layout(row_major(2, 8, 8, pad=4)) : memref<2x8x8xf32>
@@ -86,6 +91,33 @@ print(ModuleOp([conv2d_kernel("conv_gemm", grouped), conv2d_kernel("conv_dw", de
 # CHECK-NEXT:          %bias_1 = tm.load %bias[%co] : memref<64xf32>
 # CHECK-NEXT:          %[[OUT:[0-9]+]] = arith.addf %sum, %bias_1 : f32
 # CHECK-NEXT:          tm.store %[[OUT]], %y[%n_2, %co, %oh_2, %ow_2] guard [0] : memref<1x64x14x14xf32>
+
+# The pipeline: weights by 4-byte copies (a warp: 8 k of 4 rows), im2col elements by
+# 4-byte copies under the padding predicate, their input coordinates clamped to 0 outside.
+# CHECK-LABEL: tm.kernel @conv_pipe(
+# CHECK-SAME:    stages = 3 : i64, split_k = 1 : i64, copy_a = "cp4", copy_b = "cp4"
+# CHECK:         %a_smem = tm.alloc shared layout(row_major(3, 16, 16, pad=4)) : memref<3x16x16xf32>
+# CHECK-NEXT:    %b_smem = tm.alloc shared : memref<3x16x32xf32>
+# CHECK:           tm.for_task (%s0, %s1) in spatial(4, 8) on %tid {
+# CHECK:               %co = arith.addi %co0, %g_outer
+# CHECK:               tm.cp_async bytes(4) %a_smem[%{{[0-9]+}}, %t_k, %t_outer], %w[%co, %c, %kh, %kw]
+# CHECK:           tm.for_task (%s0_1, %s1_1) in spatial(1, 32) on %tid {
+# CHECK:               %in_outer = arith.cmpi ult, %g_outer_1
+# CHECK:               %ih = arith.subi
+# CHECK:               %iw = arith.subi
+# CHECK:               %inside = arith.andi
+# CHECK:               %clamped_1 = arith.select %inside, %ih,
+# CHECK:               %clamped_2 = arith.select %inside, %iw,
+# CHECK-NEXT:          %inside_1 = arith.andi %in_outer, %inside : i1
+# CHECK:               tm.cp_async bytes(4) %b_smem[%{{[0-9]+}}, %t_k_1, %t_outer_1], %x[%{{[0-9]+}}, %ci, %clamped_1, %clamped_2] zfill_unless %inside_1
+# CHECK:           tm.cp_async_commit
+# CHECK:           tm.cp_async_wait pending(1)
+# CHECK-NEXT:      tm.barrier
+# CHECK:           scf.for %kt =
+# CHECK:             tm.cp_async_commit
+# CHECK:             scf.if %has_next {
+# CHECK-NEXT:          tm.cp_async_wait pending(1)
+# CHECK-NEXT:          tm.barrier
 
 # Depthwise: one thread per output element, repeat over its taps, the same predicate.
 # CHECK-LABEL: tm.kernel @conv_dw(%x: memref<1x8x9x9xf32>, %w: memref<8x1x3x3xf32>, %y: memref<1x8x5x5xf32>) grid(1) block(224)

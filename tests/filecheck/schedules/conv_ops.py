@@ -36,8 +36,10 @@ print(ModuleOp([
 # CHECK-LABEL: tm.kernel @conv1d(%x: memref<2x4x10xf32>, %w: memref<6x4x3xf32>, %y: memref<2x6x5xf32>)
 # CHECK-SAME:    tm.template = "conv2d_implicit_gemm"
 # CHECK-SAME:    kernel = "1x3", stride = "1x2", dilation = "1x1", pads = "0,1,0,1"
-# CHECK:         tm.load %w[%{{.*}}, %c, %kw] guard [0, 1] : memref<6x4x3xf32>
-# CHECK:         tm.load %x[%n, %c_1, %iw] : memref<2x4x10xf32>
+# The copies of the SIMT pipeline (weights past M, and the padding, zero-filled) read the
+# views too.
+# CHECK:         tm.cp_async bytes(4) %a_smem[{{.*}}], %w[%clamped, %c, %kw] zfill_unless %inside : memref<{{.*}}>, memref<6x4x3xf32>
+# CHECK:         tm.cp_async bytes(4) %b_smem[{{.*}}], %x[%n, %c_1, %{{.*}}] zfill_unless %{{.*}} : memref<{{.*}}>, memref<2x4x10xf32>
 # CHECK:         tm.store %sum, %y[%n_2, %row, %ow_2] guard [0, 1] : memref<2x6x5xf32>
 
 # CHECK-LABEL: tm.kernel @bn(%x: memref<2x3x4x5xf32>, %scale: memref<3xf32>, %bias: memref<3xf32>, %mean: memref<3xf32>, %var: memref<3xf32>, %out: memref<2x3x4x5xf32>)

@@ -35,7 +35,7 @@
 // CUDA-NEXT:    const int n = col0 + col;
 // CUDA-NEXT:    const bool in_range = n < 20;
 // CUDA-NEXT:    if (in_range) {
-// CUDA-NEXT:      const float [[V:v_[0-9]+]] = sum + b[n];
+// CUDA-NEXT:      const float [[V:v(_[0-9]+)?]] = sum + b[n];
 // CUDA-NEXT:      y[{{.*}} * 20 + n] = (0.5f * [[V]]) * (1.0f + erff(0.70710677f * [[V]]));
 func.func @matmul_epilogue(%x: tensor<16x32xf32>, %w: tensor<32x20xf32>, %b: tensor<20xf32>) -> tensor<16x20xf32> {
   %m = graph.matmul %x, %w : (tensor<16x32xf32>, tensor<32x20xf32>) -> tensor<16x20xf32>
@@ -57,8 +57,8 @@ func.func @matmul_epilogue(%x: tensor<16x32xf32>, %w: tensor<32x20xf32>, %b: ten
 // CUDA-NEXT:  //   fused epilogue: add, relu
 // CUDA:         const float [[C:v_[0-9]+]] = sum + bias_1;
 // CUDA:         if (in_range) {
-// CUDA-NEXT:      const float [[S:v_[0-9]+]] = [[C]] + r[n_2 * 800 + row * 100 + oh_2 * 10 + ow_2];
-// CUDA-NEXT:      y[n_2 * 800 + row * 100 + oh_2 * 10 + ow_2] = ([[S]] < 0.0f) ? 0.0f : [[S]];
+// CUDA-NEXT:      const float [[S:v_[0-9]+]] = [[C]] + r[[[N:n(_[0-9]+)?]] * 800 + row * 100 + [[OH:oh_[0-9]+]] * 10 + [[OW:ow_[0-9]+]]];
+// CUDA-NEXT:      y[[[N]] * 800 + row * 100 + [[OH]] * 10 + [[OW]]] = ([[S]] < 0.0f) ? 0.0f : [[S]];
 func.func @conv_residual(%x: tensor<1x8x10x10xf32>, %w: tensor<8x8x3x3xf32>, %b: tensor<8xf32>, %r: tensor<1x8x10x10xf32>) -> tensor<1x8x10x10xf32> {
   %c = graph.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x8x10x10xf32>, tensor<8x8x3x3xf32>, tensor<8xf32>) -> tensor<1x8x10x10xf32>
   %s = graph.add %c, %r : (tensor<1x8x10x10xf32>, tensor<1x8x10x10xf32>) -> tensor<1x8x10x10xf32>
@@ -113,17 +113,19 @@ func.func @layernorm_prologue(%a: tensor<4x16xf32>, %r: tensor<4x16xf32>, %g: te
 }
 
 // A transpose into a matmul load (attention's heads): A is read from x at the permuted
-// coordinates, k past K = 4 still under the guard.
+// coordinates, k past K = 4 still under the guard (the SIMT template gathers A: a
+// prologue computes it).
 // PART-LABEL: func.func @transpose_into_matmul
 // PART-NEXT:    %y = graph.fused
 // PART-NEXT:      %q = graph.transpose %x
 // PART-NEXT:      %y_1 = graph.matmul %q, %k
 // TM-LABEL: tm.kernel @matmul_4(%x: memref<1x8x2x4xf32>, %B: memref<1x2x4x8xf32>, %C: memref<1x2x8x8xf32>)
+// TM-SAME:    copy_a = "gather"
 // TM-SAME:    tm.fused = "prologue: transpose"
-// TM:         %[[ROW:[0-9]+]] = arith.addi %row0, %{{[0-9]+}} : index
+// TM:         %[[ROW:g_outer]] = arith.addi %row0, %{{[a-z_0-9]+}} : index
 // TM:         %in_range = arith.andi %{{[0-9]+}}, %{{[0-9]+}} : i1
 // TM-NEXT:    %{{[0-9]+}} = scf.if %in_range -> (f32) {
-// TM-NEXT:      %[[T:[0-9]+]] = tm.load %x[%{{[0-9]+}}, %[[ROW]], %{{[0-9]+}}, %{{[0-9]+}}] : memref<1x8x2x4xf32>
+// TM-NEXT:      %[[T:[0-9]+]] = tm.load %x[%{{[0-9]+}}, %[[ROW]], %{{[0-9]+}}, %{{[a-z_0-9]+}}] : memref<1x8x2x4xf32>
 // TM-NEXT:      scf.yield %[[T]] : f32
 // CUDA-LABEL: // Kernel matmul_4: schedule template 'matmul_simt'
 // CUDA-NEXT:  //   fused prologue: transpose

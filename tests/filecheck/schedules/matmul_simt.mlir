@@ -1,7 +1,8 @@
-// RUN: tm-opt %s -p convert-graph-to-tm | filecheck %s
+// RUN: tm-opt %s -p 'convert-graph-to-tm{target-arch=sm_75}' | filecheck %s
 //
-// The structure of the SIMT matmul template with double buffering (2048 x 2048 x 64 picks
-// the 128 x 128 tile: 4 x 2 warps, each spatial(4, 8) lanes * repeat(4, 4), warp_outer 2 x 2).
+// The structure of the SIMT matmul template's register path, the only one before sm_80
+// (2048 x 2048 x 64 picks the 128 x 128 tile: 4 x 2 warps, each spatial(4, 8) lanes *
+// repeat(4, 4), warp_outer 2 x 2). The cp.async pipeline: matmul_simt_pipeline.mlir.
 
 func.func @mm(%a: tensor<2048x64xf32>, %b: tensor<64x2048xf32>) -> tensor<2048x2048xf32> {
   %c = graph.matmul %a, %b : (tensor<2048x64xf32>, tensor<64x2048xf32>) -> tensor<2048x2048xf32>
@@ -10,6 +11,7 @@ func.func @mm(%a: tensor<2048x64xf32>, %b: tensor<64x2048xf32>) -> tensor<2048x2
 
 // CHECK-LABEL: tm.kernel @matmul_0
 // CHECK-SAME:    grid(256) block(256)
+// CHECK-SAME:    stages = 1 : i64, split_k = 1 : i64, copy_a = "ldg", copy_b = "ldg"
 // CHECK-SAME:    block_warps = "4x2", warp_outer = "2x2", lanes = "4x8", thread_inner = "4x4"
 // CHECK:         %warp = arith.divui %tid
 // CHECK:         %lane = arith.remui %tid

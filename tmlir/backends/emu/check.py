@@ -15,6 +15,9 @@ same form), not on C++ in general:
   ``::tmlir_emu::check::GlobalRef<const float> x`` (its ``x[i]`` is checked);
 - each ``__shared__ T name[d0][d1]...;`` with literal dimensions becomes a checked
   ``SharedArray<T, d0, d1, ...>`` seen through a view called ``name``;
+- each typed view into dynamic shared memory, ``T (&name)[d0]... =
+  *reinterpret_cast<T (*)[d0]...>(tmlir_dynamic_smem + offset);``, becomes such an array
+  too (the printer's views never overlap, so the checks see the same accesses);
 - each vector load ``*reinterpret_cast<const float4*>(&x[i])`` becomes
   ``::tmlir_emu::check::load_vector<float4>(x, i)`` (bounds of every element, alignment).
 
@@ -40,6 +43,8 @@ CHECK_INCLUDE = '#include "tmlir_emu_check.h"'
 
 _SHARED = re.compile(r"__shared__\s+(?P<type>[A-Za-z_][\w ]*?)\s+(?P<name>[A-Za-z_]\w*)"
                      r"(?P<dims>(?:\s*\[\s*\d+\s*\])+)(?P<align>\s*__align__\(\d+\))?\s*;")
+_DYNAMIC_VIEW = re.compile(r"(?P<type>[A-Za-z_][\w ]*?)\s*\(&(?P<name>[A-Za-z_]\w*)\)(?P<dims>(?:\[\d+\])+)\s*="
+                           r"\s*\*reinterpret_cast<[^;]*>\(tmlir_dynamic_smem(?:\s*\+\s*\d+)?\);")
 _POINTER = re.compile(r"\s*(?P<const>const\s+)?(?P<type>[A-Za-z_][\w ]*?)\s*\*\s*"
                       r"(?:__restrict__\s+)?(?P<name>[A-Za-z_]\w*)\s*")
 
@@ -58,6 +63,7 @@ def instrument(source: str, kernels: Sequence[KernelSignature]) -> str:
     array replaced by their checked forms (see the module docstring)."""
     for kernel in kernels:
         source = _check_parameters(source, kernel)
+    source = _DYNAMIC_VIEW.sub(lambda m: f"__shared__ {m['type']} {m['name']}{m['dims']} __align__(16);", source)
     return _checked_vector_loads(_SHARED.sub(_checked_shared, source))
 
 
@@ -133,14 +139,14 @@ class CheckedEmuModule(EmuModule):
         self._checked = {k.name: k for k in kernels}
         super().__init__(path, [with_sizes(k) for k in kernels])
 
-    def launch(self, name: str, grid, block, args: Sequence[KernelArg]) -> None:
+    def launch(self, name: str, grid, block, args: Sequence[KernelArg], shared_bytes: int = 0) -> None:
         """`EmuModule.launch`, with every access of the kernel checked."""
         kernel = self._checked.get(name)
         if kernel is None:
-            return super().launch(name, grid, block, args)  # unknown: EmuModule says so
+            return super().launch(name, grid, block, args, shared_bytes)  # unknown: EmuModule says so
         if len(args) != len(kernel.params):
             raise EmuError(f"kernel {name!r} takes {len(kernel.params)} arguments "
                            f"({', '.join(p.name for p in kernel.params)}), got {len(args)}")
         sizes = np.array([arg.size if param.is_pointer and isinstance(arg, np.ndarray) else 0
                           for param, arg in zip(kernel.params, args)] or [0], np.int64)
-        super().launch(name, grid, block, [*args, sizes])
+        super().launch(name, grid, block, [*args, sizes], shared_bytes)

@@ -48,7 +48,7 @@ from tmlir.backends import kernel_abi
 from tmlir.backends.cache import cache_dir, cache_key, cached_file, cached_path, publish
 from tmlir.backends.emu import guard
 from tmlir.backends.kernel_abi import KernelParam, KernelSignature
-from tmlir.gpu_limits import MAX_THREADS_PER_BLOCK
+from tmlir.gpu_limits import MAX_SHARED_BYTES, MAX_THREADS_PER_BLOCK
 
 HEADER = Path(__file__).with_name("tmlir_emu.h")
 CHECK_HEADER = Path(__file__).with_name("tmlir_emu_check.h")
@@ -166,8 +166,11 @@ class EmuModule:
         if getattr(self, "_library", None) is not None:
             self.close()
 
-    def launch(self, name: str, grid: Dims, block: Dims, args: Sequence[KernelArg]) -> None:
-        """Run kernel `name` on a `grid` of `block`s (ints or up to 3-tuples, x first).
+    def launch(self, name: str, grid: Dims, block: Dims, args: Sequence[KernelArg],
+               shared_bytes: int = 0) -> None:
+        """Run kernel `name` on a `grid` of `block`s (ints or up to 3-tuples, x first), with
+        `shared_bytes` of dynamic shared memory (at most `MAX_SHARED_BYTES`: every worker
+        has a buffer of that size, see tmlir_emu.h).
 
         Pointer parameters take C-contiguous numpy arrays of the matching dtype, which the
         kernel reads and writes in place; scalar parameters take Python/numpy numbers.
@@ -181,6 +184,9 @@ class EmuModule:
         if kernel is None:
             known = ", ".join(sorted(self._kernels)) or "none"
             raise EmuError(f"unknown kernel {name!r} (this module has: {known})")
+        if not 0 <= shared_bytes <= MAX_SHARED_BYTES:
+            raise EmuError(f"kernel {name!r}: {shared_bytes} bytes of dynamic shared memory, "
+                           f"expected 0 to {MAX_SHARED_BYTES}")
         grid3 = _dims(name, "grid", grid, MAX_GRID)
         block3 = _dims(name, "block", block, MAX_BLOCK)
         if block3[0] * block3[1] * block3[2] > MAX_THREADS_PER_BLOCK:

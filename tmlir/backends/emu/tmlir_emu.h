@@ -9,8 +9,11 @@
 //   too. A fiber that finishes without waiting hands its stack on to the next thread, so
 //   barrier-free kernels cost one context switch per thread and touch a single stack.
 // * Switching is a hand-written x86-64 stack switch (no syscalls); elsewhere, ucontext.
-// * `__shared__` is `static thread_local`: a worker OS thread runs one block at a time, so
-//   its copy *is* that block's shared memory. Blocks run in parallel on min(#blocks, #cpus)
+// * `__shared__` is `thread_local` (at block scope: static too): a worker OS thread runs one
+//   block at a time, so its copy *is* that block's shared memory. Dynamic shared memory (the
+//   printer's `extern __shared__ ... tmlir_dynamic_smem[]` when a kernel's shared arrays
+//   exceed 48 KiB) is one per-worker buffer of the largest size a block may have on any GPU
+//   (227 KiB), which that declaration names. Blocks run in parallel on min(#blocks, #cpus)
 //   workers (TMLIR_EMU_THREADS overrides); stacks are allocated once and reused until
 //   tmlir_emu_release() unmaps them.
 // * Warp shuffles meet at a per-warp barrier: lanes publish, all arrive, read, arrive.
@@ -59,8 +62,17 @@
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
-#define __shared__ static thread_local  // one copy per worker thread = per running block
+// One copy per worker thread = per running block (`thread_local` at block scope is static;
+// `extern __shared__` then names the per-worker dynamic buffer below).
+#define __shared__ thread_local
 #define __constant__ static
+
+// The dynamic shared memory of a block (see the top of this file): generated code declares it
+// `extern __shared__ __align__(16) unsigned char tmlir_dynamic_smem[];` inside a kernel. Inline,
+// so a module whose kernels never name it has none.
+extern "C" {
+alignas(16) inline thread_local unsigned char tmlir_dynamic_smem[227 * 1024];
+}
 
 struct uint3 { unsigned int x, y, z; };
 // The vector types of tmlir's vector loads (`tmgpu.load_vector`), aligned as on the GPU;

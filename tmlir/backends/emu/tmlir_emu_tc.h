@@ -28,7 +28,9 @@
 
 namespace tmlir_emu {
 
-constexpr int kMaxAsyncCopies = 64;  // cp.async copies one thread may have in flight
+// cp.async copies one thread may have in flight: a SIMT pipeline's element copies of 4 stages
+// (the space allows 64 per thread and k-tile)
+constexpr int kMaxAsyncCopies = 256;
 
 struct AsyncCopy { void* dst; const void* src; int bytes, group; };  // src null: zero-fill
 struct AsyncQueue { int n, committed; AsyncCopy copies[kMaxAsyncCopies]; };
@@ -172,7 +174,7 @@ inline void async_issue(void* dst, const void* src, int bytes, bool copy = true)
   if ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) % bytes)
     tc_misuse("cp.async with an address not aligned to its size");
   AsyncQueue& q = tc_state().queues[linear_tid()];
-  if (q.n == kMaxAsyncCopies) tc_misuse("more than 64 cp.async copies in flight (no wait?)");
+  if (q.n == kMaxAsyncCopies) tc_misuse("more than 256 cp.async copies in flight (no wait?)");
   q.copies[q.n++] = {dst, copy ? src : nullptr, bytes, q.committed};
 }
 

@@ -164,6 +164,15 @@ tmgpu.kernel @shuffle_width(%x: memref<32xf32>) block(32) {
 
 // -----
 
+// 233472 bytes of shared memory: more than sm_90's 227 KiB, the most of any GPU.
+// expected-error@+1 {{kernel @too_much_shared: its shared arrays take 233472 bytes, more than a block has on any GPU (232448; past 49152 they are dynamic shared memory)}}
+tmgpu.kernel @too_much_shared(%x: memref<4xf32>) block(32) {
+  %a = tmgpu.shared_alloc : memref<32768xf32>
+  %b = tmgpu.shared_alloc : memref<25600xf32>
+}
+
+// -----
+
 tmgpu.kernel @load_vector_guard(%x: memref<8x16xf32>) block(32) {
   %t = tmgpu.thread_id x
   // expected-error@+1 {{'tmgpu.load_vector' has no guard (convert-tm-to-gpu puts guards in scf.if)}}
