@@ -54,12 +54,12 @@ from tmlir.schedules.common import (
     name_args,
 )
 from tmlir.schedules.gemm import ElementLoad, GemmOperand, GemmOperands, MatmulProblem, ResultStore
-from tmlir.schedules.simt_gemm import (
+from tmlir.schedules.simt_copies import (
     CHUNK,
     TRANSPOSED_PAD,
     pipeline_copy_mapping,
-    simt_gemm,
 )
+from tmlir.schedules.simt_gemm import simt_gemm
 from tmlir.schedules.space import Constraint, Param, Space
 
 __all__ = ["DEFAULT_PREFERENCES", "MATMUL_SIMT_SPACE", "ElementLoad", "GemmOperand", "GemmOperands",
@@ -159,7 +159,7 @@ class MatmulSimtParams:
 
     def copy_kinds(self, problem: MatmulProblem, im2col: bool = False) -> tuple[str, str]:
         """How A and B travel (``copy_a``, ``copy_b`` of the kernel's header) when neither is
-        gathered (``simt_gemm.copy_kind``): ``ldg`` on the register path; in the pipeline
+        gathered (``simt_copies.copy_kind``): ``ldg`` on the register path; in the pipeline
         ``cp16`` for an operand contiguous along its outer dim with an extent that is a
         multiple of 4 (never an implicit-GEMM convolution's `im2col` B), else ``cp4``."""
         if self.stages == 1:
@@ -325,7 +325,7 @@ def _fits_problem(P: MatmulSimtParams, p: MatmulProblem) -> bool:
 def _copies_even(P: MatmulSimtParams, p: MatmulProblem) -> bool:
     """Every thread moves the same number of elements (16-byte chunks) of each tile: on the
     register path ``auto_map`` needs tile sizes that are multiples of the threads; the
-    pipeline's copies (``simt_gemm.pipeline_copy_mapping``) need that, and a warp's 4 rows
+    pipeline's copies (``simt_copies.pipeline_copy_mapping``) need that, and a warp's 4 rows
     of 8 k for a k-contiguous operand."""
     if P.stages == 1:
         return (P.block_m * P.block_k) % P.threads == 0 and (P.block_n * P.block_k) % P.threads == 0

@@ -36,7 +36,7 @@ How k-tiles get from global to shared memory is the ``stages`` parameter:
   next step refills has been read. ``stages - 1`` k-tiles are in flight.
 
 Each operand travels one of four ways, named in the kernel's ``tm.params``
-(``copy_a``/``copy_b``):
+(``copy_a``/``copy_b``; the copies are ``simt_copies.py``):
 
 * ``cp16``: an operand stored contiguous along its outer dimension (B as ``K x N``, A
   transposed) whose extent there is a multiple of 4 floats: 16-byte ``cp.async`` chunks of
@@ -70,9 +70,7 @@ rows stay 16-byte aligned); the register path keeps its ``32 / block_k`` padding
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith
@@ -83,32 +81,14 @@ from tmlir.dialects import tm
 from tmlir.gpu_limits import WARP_SIZE
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.layout import DataLayout, row_major
-from tmlir.mapping import TaskMapping, auto_map, repeat, spatial
-from tmlir.schedules.gemm import ElementLoad, GemmOperand, GemmOperands, MatmulProblem
+from tmlir.mapping import repeat, spatial
+from tmlir.schedules.gemm import GemmOperands, MatmulProblem
+from tmlir.schedules.simt_copies import PipelineCopy, TileLoad, copy_kind
 
 if TYPE_CHECKING:
     from tmlir.schedules.matmul_simt import MatmulSimtParams
 
 BlockOperands = Callable[[IRBuilder, Sequence[Index]], GemmOperands]
-#: Floats per 16-byte ``cp.async`` chunk.
-CHUNK = 4
-#: Rows of a k-contiguous operand that one warp's transposing copy covers (8 k each).
-COPY_K_LANES = 8
-#: The padding of a transposed (k-contiguous) shared tile in the pipeline, in elements.
-TRANSPOSED_PAD = 4
-#: How each operand travels from global to shared memory (``copy_a``/``copy_b``).
-COPY_KINDS = ("cp16", "cp4", "gather", "ldg")
-
-
-def copy_kind(operand: GemmOperand, stages: int, element: Attribute) -> str:
-    """How `operand` travels in a GEMM of `stages` with tiles of `element` (see the module
-    docstring): ``ldg`` on the register path, ``gather`` for an operand that is not a
-    copyable f32 buffer, else ``cp16`` where 16-byte chunks fit, else ``cp4``."""
-    if stages == 1:
-        return "ldg"
-    if not operand.copyable or not isinstance(element, Float32Type):
-        return "gather"
-    return "cp16" if operand.chunked and not operand.k_major else "cp4"
 
 
 def simt_gemm(kernel: tm.KernelOp, problem: MatmulProblem, params: MatmulSimtParams,
@@ -163,8 +143,8 @@ class _SimtGemm:
         self.a_frag = self.alloc("register", (2, P.thread_m), "a_frag")
         self.b_frag = self.alloc("register", (2, P.thread_n), "b_frag")
         if P.stages == 1:  # the register path's prefetch registers, as they always were
-            a_load = _TileLoad(P.block_m, P.block_k, p.transpose_lhs, P.threads)
-            b_load = _TileLoad(P.block_n, P.block_k, not p.transpose_rhs, P.threads)
+            a_load = TileLoad(P.block_m, P.block_k, p.transpose_lhs, P.threads)
+            b_load = TileLoad(P.block_n, P.block_k, not p.transpose_rhs, P.threads)
             a_ldg = self.alloc("register", (a_load.per_thread,), "a_ldg")
             b_ldg = self.alloc("register", (b_load.per_thread,), "b_ldg")
         self.acc = self.alloc("register", (P.thread_m, P.thread_n), "acc")
@@ -225,7 +205,7 @@ class _SimtGemm:
             self.multiply_accumulate(b.rem(kk, 2, "slot"))
 
     # ---- stages = 1: the register path -------------------------------------------------------
-    def register_path(self, ops: GemmOperands, a_load: _TileLoad, b_load: _TileLoad,
+    def register_path(self, ops: GemmOperands, a_load: TileLoad, b_load: TileLoad,
                       a_ldg: SSAValue, b_ldg: SSAValue) -> None:
         """Two shared buffers, the next k-tile prefetched into registers (module docstring)."""
         b, P, tid = self.b, self.P, self.tid
@@ -265,7 +245,7 @@ class _SimtGemm:
         kinds of A and B."""
         b, p, P = self.b, self.p, self.P
         S = P.stages
-        copies = [_PipelineCopy(copy_kind(op, S, self.element), op, smem, outer, extent, origin, P)
+        copies = [PipelineCopy(copy_kind(op, S, self.element), op, smem, outer, extent, origin, P)
                   for op, smem, outer, extent, origin in ((ops.a, self.a_smem, P.block_m, p.m, self.row0),
                                                           (ops.b, self.b_smem, P.block_n, p.n, self.col0))]
         staged = [c for c in copies if c.kind == "gather"]
@@ -325,166 +305,3 @@ class _SimtGemm:
             value = b.load(self.acc, [b.add(b.mul(oi, P.thread_inner[0]), ii),
                                       b.add(b.mul(oj, P.thread_inner[1]), ij)], name="sum")
             ops.store_c(row, col, value)
-
-
-def _split(mapping: TaskMapping) -> tuple[TaskMapping, TaskMapping]:
-    """(repeat, spatial) parts of an ``auto_map`` result (a missing repeat is all ones)."""
-    if len(mapping.atoms) == 2:
-        return TaskMapping(mapping.atoms[:1]), TaskMapping(mapping.atoms[1:])
-    return repeat(1, 1), mapping
-
-
-@contextmanager
-def _tasks(b: IRBuilder, rep: TaskMapping, spa: TaskMapping, tid: SSAValue,
-           names: tuple[str | None, str | None] = (None, None)) -> Iterator[tuple[Index, Index, Index]]:
-    """The tasks of ``rep * spa`` (2-D) of thread `tid`: (register index, row, col), the
-    row and column named `names`. A thread has one spatial task, so it is the outer loop."""
-    r_shape, s_shape = rep.task_shape, spa.task_shape
-    with (b.for_task(spa, tid, ["s0", "s1"]) as (s0, s1),
-          b.for_task(rep, None, ["r0", "r1"]) as (r0, r1)):
-        reg = b.add(b.mul(r0, r_shape[1]), r1)
-        yield (reg, b.add(b.mul(r0, s_shape[0]), s0, names[0]),
-               b.add(b.mul(r1, s_shape[1]), s1, names[1]))
-
-
-def pipeline_copy_mapping(kind: str, k_major: bool, outer: int, block_k: int,
-                          threads: int) -> tuple[TaskMapping, TaskMapping] | None:
-    """(repeat, spatial) of the pipeline's copy of an ``outer x block_k`` tile (in the
-    operand's memory order, in units of copies: 4-float chunks along outer for ``cp16``),
-    or None when the threads cannot share the tile evenly (the space rules that out): a
-    k-contiguous operand takes ``repeat * spatial(threads / 8, 8)`` (a warp: 8 k of 4 rows),
-    any other ``auto_map`` over the tile."""
-    if k_major:
-        rows = threads // COPY_K_LANES
-        if outer % rows or block_k % COPY_K_LANES:
-            return None
-        return repeat(outer // rows, block_k // COPY_K_LANES), spatial(rows, COPY_K_LANES)
-    vector = CHUNK if kind == "cp16" else 1
-    if outer % vector or (block_k * outer // vector) % threads:
-        return None
-    return _split(auto_map((block_k, outer // vector), threads))
-
-
-@dataclass
-class _PipelineCopy:
-    """One operand's copies into its shared tile (k outermost) in the pipeline."""
-
-    kind: str  # cp16, cp4 or gather
-    op: GemmOperand
-    smem: SSAValue
-    outer: int  # block_m or block_n
-    extent: int  # M or N
-    origin: Index  # the block's first row (column)
-    P: MatmulSimtParams
-    registers: SSAValue | None = None  # gather: one k-tile's elements of this thread
-
-    @property
-    def mapping(self) -> tuple[TaskMapping, TaskMapping]:
-        mapping = pipeline_copy_mapping(self.kind, self.op.k_major, self.outer, self.P.block_k, self.P.threads)
-        assert mapping is not None, f"{self.kind} copy of a {self.outer} x {self.P.block_k} tile " \
-                                    f"over {self.P.threads} threads"
-        return mapping
-
-    @property
-    def per_thread(self) -> int:
-        return self.outer * self.P.block_k // self.P.threads
-
-    @contextmanager
-    def tasks(self, b: IRBuilder, tid: SSAValue) -> Iterator[tuple[Index, Index, Index]]:
-        """This thread's copies: (register index, outer, k) within the tile."""
-        rep, spa = self.mapping
-        vector = CHUNK if self.kind == "cp16" else 1
-        if self.op.k_major:
-            with _tasks(b, rep, spa, tid, ("t_outer", "t_k")) as (reg, row, col):
-                yield reg, row, col
-        else:
-            with _tasks(b, rep, spa, tid, ("t_k", "t_chunk" if vector > 1 else "t_outer")) as (reg, row, col):
-                yield reg, b.mul(col, vector, "t_outer") if vector > 1 else col, row
-
-    def issue(self, b: IRBuilder, tid: SSAValue, k0: Index, k_extent: int, stage: Index,
-              to_registers: bool) -> None:
-        """Tile ``k0 / block_k`` into buffer `stage`: cp.async, or a gathered operand's
-        loads (into its registers when `to_registers`, else straight into the tile)."""
-        with self.tasks(b, tid) as (reg, o, k):
-            g_outer, g_k = b.add(self.origin, o, "g_outer"), b.add(k0, k, "g_k")
-            if self.kind != "gather":
-                self.copy(b, g_outer, g_k, k_extent, [stage, k, o])
-            elif to_registers:
-                assert self.registers is not None
-                b.store(self.op.load(g_outer, g_k), self.registers, [reg])
-            else:
-                b.store(self.op.load(g_outer, g_k), self.smem, [stage, k, o])
-
-    def copy(self, b: IRBuilder, g_outer: Index, g_k: Index, k_extent: int, dst: list[Index]) -> None:
-        """One cp.async of element (chunk) ``(g_outer, g_k)`` to `dst`, zero-filled past M, N
-        or K (the source clamped to the operand's origin) or where the operand's own
-        condition fails."""
-        assert self.op.buffer is not None and self.op.address is not None
-        checks = []  # past M (N) or K: read from the operand's first row (k) instead
-        if self.extent % self.outer:
-            checks.append(b.lt(g_outer, self.extent, "in_outer"))
-            g_outer = _clamp(b, checks[-1], g_outer)
-        if k_extent % self.P.block_k:
-            checks.append(b.lt(g_k, k_extent, "in_k"))
-            g_k = _clamp(b, checks[-1], g_k)
-        in_tile = b.all_of(checks)
-        indices, inside_operand = self.op.address(g_outer, g_k)
-        inside = b.all_of([c for c in (in_tile, inside_operand) if c is not None])
-        if inside is not None and inside.name_hint is None:
-            inside.name_hint = "inside"
-        nbytes = 16 if self.kind == "cp16" else 4
-        b.insert(tm.CpAsyncOp(nbytes, self.smem, [b.value(i) for i in dst], self.op.buffer,
-                              [b.value(i) for i in indices], inside))
-
-    def registers_to_shared(self, b: IRBuilder, tid: SSAValue, stage: Index) -> None:
-        assert self.registers is not None
-        with self.tasks(b, tid) as (reg, o, k):
-            b.store(b.load(self.registers, [reg]), self.smem, [stage, k, o])
-
-
-def _clamp(b: IRBuilder, inside: SSAValue, x: Index) -> SSAValue:
-    """`x` where `inside`, else 0 (an index inside the operand for a zero-filled copy)."""
-    return b.insert(arith.SelectOp(inside, b.value(x), b.value(0)), "clamped").results[0]
-
-
-@dataclass(frozen=True)
-class _TileLoad:
-    """The register path's cooperative copy of one operand's ``outer x block_k`` tile,
-    global → registers → ``smem[stage][k][outer]``.
-
-    The operand is stored ``(..., outer, k)`` unless `k_outermost`, when it is
-    ``(..., k, outer)`` (contiguous along outer); the copy's mapping ``repeat * spatial``
-    follows that memory order so consecutive threads read consecutive addresses. Which
-    global element a task reads is the caller's `ElementLoad`.
-    """
-
-    outer: int
-    block_k: int
-    k_outermost: bool
-    threads: int
-
-    @property
-    def tile(self) -> tuple[int, int]:
-        return (self.block_k, self.outer) if self.k_outermost else (self.outer, self.block_k)
-
-    @property
-    def per_thread(self) -> int:
-        return self.outer * self.block_k // self.threads
-
-    @contextmanager
-    def _tasks(self, b: IRBuilder, tid: SSAValue) -> Iterator[tuple[Index, Index, Index]]:
-        """Open the copy's task loops; yield (register index, outer, k) of the task."""
-        rep, spa = _split(auto_map(self.tile, self.threads))
-        with _tasks(b, rep, spa, tid) as (reg, rows, cols):
-            o, k = (cols, rows) if self.k_outermost else (rows, cols)
-            yield reg, o, k
-
-    def to_registers(self, b: IRBuilder, load: ElementLoad, regs: SSAValue, tid: SSAValue,
-                     o_base: Index, k_base: Index) -> None:
-        with self._tasks(b, tid) as (reg, o, k):
-            b.store(load(b.add(o_base, o), b.add(k_base, k)), regs, [reg])
-
-    def to_shared(self, b: IRBuilder, regs: SSAValue, smem: SSAValue, stage: Index,
-                  tid: SSAValue) -> None:
-        with self._tasks(b, tid) as (reg, o, k):
-            b.store(b.load(regs, [reg]), smem, [stage, k, o])
