@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from tmlir.schedules.conv2d import Conv2dProblem, conv2d_implicit_gemm_kernel
@@ -24,6 +25,21 @@ def test_simt_matmul_k_loop_from_its_header() -> None:
     assert loop.tile_bytes == (64 + 64) * 8 * 4
     assert register_estimate("matmul_simt", _header(matmul_simt_kernel("mm", problem, params))) \
         == params.register_estimate()
+
+
+def test_simt_split_register_estimate_matches_the_template() -> None:
+    """The latency model's estimate (capped at 255) is the template's, which the space caps:
+    the other splits' partial sums count in the pipeline as on the register path."""
+    problem = MatmulProblem.plain(128, 768, 3072)
+    for params in (MatmulSimtParams((2, 4), (1, 1), (4, 8), (4, 4), 64, 2, 4),
+                   MatmulSimtParams((2, 2), (1, 2), (8, 4), (4, 4), 32, 3, 4),
+                   MatmulSimtParams((2, 2), (1, 2), (8, 4), (4, 4), 16, 1, 3)):
+        header = _header(matmul_simt_kernel("mm", problem, params))
+        assert header["split_k"] == params.split_k
+        assert register_estimate("matmul_simt", header) == params.register_estimate()
+        one = dataclasses.replace(params, split_k=1)
+        assert params.register_estimate() - one.register_estimate() == (params.split_k - 1) * params.thread_m \
+            * params.thread_n
 
 
 def test_gemv_loads_only_the_rows_it_has() -> None:

@@ -89,7 +89,7 @@ def test_attribute_and_option_texts_round_trip():
     assert pinned_params(op) == PIN
     assert values_from_text(option_text(PIN)) == {
         "block_warps": (1, 2), "lanes": (8, 4), "warp_outer": (1, 1), "thread_inner": (4, 4),
-        "block_k": 16, "stages": 4}
+        "block_k": 16, "stages": 4, "split_k": 1}
 
 
 @pytest.mark.parametrize(("attr", "message"), [
@@ -99,6 +99,9 @@ def test_attribute_and_option_texts_round_trip():
     ("schedule = {lanes = array<i64: 1, 32>}", "parameter 'lanes' = 1x32 is outside the matmul_simt space"),
     ("schedule = {block_warps = array<i64: 4, 1>, warp_outer = array<i64: 2, 2>, lanes = array<i64: 16, 2>}",
      "breaks the constraint 'block tile <= 128 x 128 (pipeline: 128 x 256"),
+    ("schedule = {split_k = 5}", "parameter 'split_k' = 5 is outside the matmul_simt space (choices: 1, 2, 3, 4, 6, 8)"),
+    ("schedule = {split_k = 2}", "breaks the constraint 'split-K only with the deepest k-steps"),
+    ("schedule = {block_k = 32, split_k = 2}", "breaks the constraint 'each split walks >= 4 k-tiles'"),
 ])
 def test_invalid_pins_name_the_parameter_and_the_op(attr, message):
     op = matmul_of(parse(attr))

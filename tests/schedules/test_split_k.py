@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 
 import ml_dtypes
 import numpy as np
 import pytest
+from gemm_runs import launch_twice, program_of, scratch_buffers
 from models import reference_conv
 from xdsl.dialects import func
 from xdsl.dialects.builtin import Attribute, BFloat16Type, Float16Type, Float32Type, FunctionType, ModuleOp
 from xdsl.ir import Block, Region
 
 from tmlir.backends.cost import cost_report
-from tmlir.backends.cuda_c import CudaProgram, emit_cuda
-from tmlir.backends.emu import compile_emu
 from tmlir.backends.ptx import kernel_stats, nvrtc_version
 from tmlir.dialects import tm
 from tmlir.ir.builder import IRBuilder
@@ -40,53 +38,19 @@ needs_nvrtc = pytest.mark.skipif(nvrtc_version() is None, reason="NVRTC (cuda.bi
 HALF = {Float16Type(): np.float16, BFloat16Type(): ml_dtypes.bfloat16, Float32Type(): np.float32}
 
 
-def lowered(kernel) -> CudaProgram:
-    module = ModuleOp([kernel])
-    module.verify()
-    LowerToCuda().apply(make_context(), module)
-    return emit_cuda(module)
-
-
-def scratch(params: MatmulTcParams, gemm: MatmulProblem) -> list[np.ndarray]:
-    """The kernel's scratch buffers: a workspace of NaN (every partial must be written before
-    it is read) and zeroed counters."""
-    return [np.full(t.get_shape(), np.nan, np.float32) if kind == "workspace" else np.zeros(t.get_shape(), np.int32)
-            for kind, t in params.scratch(gemm)]
-
-
-def launch_twice(program: CudaProgram, name: str, grid: int, block: int, tensors: list[np.ndarray],
-                 extra: list[np.ndarray], out_shape: tuple[int, ...]) -> np.ndarray:
-    """Launch twice (with 1 emu worker: blocks in order, the last split arrives last; with 8:
-    any order) into fresh NaN outputs; both results bit for bit equal, counters back at 0."""
-    results = []
-    with compile_emu(program.source, [k.signature for k in program.kernels]) as emu:
-        for workers in ("1", "8"):
-            out = np.full(out_shape, np.nan, np.float32)
-            os.environ["TMLIR_EMU_THREADS"] = workers
-            try:
-                emu.launch(name, grid, block, [*tensors, out, *extra])
-            finally:
-                del os.environ["TMLIR_EMU_THREADS"]
-            results.append(out)
-    if extra:
-        assert not extra[1].any(), "every launch leaves its counters zero"
-    assert results[0].tobytes() == results[1].tobytes(), "not bit for bit the same"
-    return results[0]
-
-
 F16 = Float16Type()
 
 
 def run_matmul(prob: MatmulProblem, params: MatmulTcParams, element: Attribute = F16,
                seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(C from the emu, the float64 reference) for random unit-scale inputs."""
-    program = lowered(matmul_tc_kernel("mm_tc", prob, params, element))
+    program = program_of([matmul_tc_kernel("mm_tc", prob, params, element)])
     rng = np.random.default_rng(seed)
     a = rng.standard_normal(prob.lhs_shape).astype(HALF[element])
     b = rng.standard_normal(prob.rhs_shape).astype(HALF[element])
     bias = rng.standard_normal(prob.bias_shape).astype(np.float32) if prob.bias_shape else None
     c = launch_twice(program, "mm_tc", params.blocks(prob), params.threads,
-                     [a, b, *([bias] if bias is not None else [])], scratch(params, prob), prob.out_shape)
+                     [a, b, *([bias] if bias is not None else [])], scratch_buffers(params, prob), prob.out_shape)
     rhs = b.astype(np.float64)
     want = prob.alpha * (a.astype(np.float64) @ (rhs.swapaxes(-1, -2) if prob.transpose_rhs else rhs))
     return c, want + prob.beta * bias if bias is not None else want
@@ -149,13 +113,13 @@ CONVS = {
 
 @pytest.mark.parametrize(("problem", "params"), CONVS.values(), ids=CONVS.keys())
 def test_split_convolutions_match_float64_bit_for_bit_twice(problem: Conv2dProblem, params: MatmulTcParams) -> None:
-    program = lowered(conv2d_tc_kernel("conv_tc", problem, params, Float16Type()))
+    program = program_of([conv2d_tc_kernel("conv_tc", problem, params, Float16Type())])
     rng = np.random.default_rng(2)
     x = rng.standard_normal(problem.input_shape).astype(np.float16)
     w = rng.standard_normal(problem.weight_shape).astype(np.float16)
     bias = rng.standard_normal(problem.bias_shape).astype(np.float32)
     y = launch_twice(program, "conv_tc", params.blocks(problem.gemm), params.threads, [x, w, bias],
-                     scratch(params, problem.gemm), problem.out_shape)
+                     scratch_buffers(params, problem.gemm), problem.out_shape)
     want = reference_conv(problem, x.astype(np.float64), w.astype(np.float64), bias)
     np.testing.assert_allclose(y, want, rtol=1e-3, atol=1e-3 * math.sqrt(problem.gemm.k))
 
@@ -259,7 +223,7 @@ COMPILED = [
 def test_split_candidates_compile_for_sm80_and_sm90_without_spills(params: MatmulTcParams,
                                                                    element: Attribute) -> None:
     assert MATMUL_TC_SPACE.first_violation(params, BERT_FFN) is None or isinstance(element, Float32Type)
-    source = lowered(matmul_tc_kernel("mm_tc", BERT_FFN, params, element)).source
+    source = program_of([matmul_tc_kernel("mm_tc", BERT_FFN, params, element)]).source
     for arch in ("sm_80", "sm_90"):
         stats = kernel_stats(source, arch, compiler="nvrtc")["mm_tc"]
         assert stats.spill_bytes == 0 and stats.local_bytes == 0, (arch, stats)

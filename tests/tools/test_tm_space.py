@@ -45,7 +45,7 @@ def test_table(capsys):
     assert main(["matmul", "--m", "64", "--n", "64", "--k", "64", "--limit", "2", "--jobs", "1"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("matmul_simt space for 64 x 64 x 64 on sm_90:")
-    assert out[1].split() == ["index", "block_m", "block_n", "block_k", "stages", "threads", "block_warps",
+    assert out[1].split() == ["index", "block_m", "block_n", "block_k", "stages", "split_k", "threads", "block_warps",
                               "warp_outer", "lanes", "thread_inner", "registers", "spill_bytes",
                               "shared_bytes", "default"]
     assert sum(line.rstrip().endswith("*") for line in out[2:]) == 1

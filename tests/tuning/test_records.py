@@ -19,7 +19,7 @@ from tmlir.passes.lower_to_cuda import LowerToCuda
 from tmlir.registry import make_context
 from tmlir.schedules.matmul_simt import MatmulSimtParams
 from tmlir.tuning import TuningRecord, TuningRecords, TuningTarget, model_kernels
-from tmlir.tuning.records import default_records_path, params_to_json
+from tmlir.tuning.records import default_records_path, params_from_json, params_to_json
 
 H100 = TuningTarget("NVIDIA H100 80GB HBM3", "sm_90")
 DEFAULT = MatmulSimtParams()
@@ -41,6 +41,14 @@ def test_round_trip_and_replace(tmp_path):
     assert records.load() == {a.key: faster, b.key: b}
     assert len((tmp_path / "records.jsonl").read_text().splitlines()) == 2
     assert records.lookup("a", H100) == faster and records.lookup("a", b_target()) is None
+
+
+def test_simt_records_carry_split_k_and_old_ones_read_unsplit():
+    split = MatmulSimtParams((2, 4), (1, 1), (4, 8), (4, 4), 64, 2, 4)
+    assert params_to_json(split)["split_k"] == 4 and params_from_json(params_to_json(split)) == split
+    # a record written before the pipeline and split-K: the register path, no split
+    old = {"block_warps": [4, 2], "warp_outer": [2, 2], "lanes": [4, 8], "thread_inner": [4, 4], "block_k": 8}
+    assert params_from_json(old) == DEFAULT and (DEFAULT.stages, DEFAULT.split_k) == (1, 1)
 
 
 def b_target() -> TuningTarget:

@@ -259,8 +259,9 @@ def conv2d_implicit_gemm_kernel(name: str, problem: Conv2dProblem, params: Matmu
     """The convolution as the SIMT matmul template's GEMM with an im2col B operand. In the
     cp.async pipeline both operands are copied element by element (the im2col ones under
     their padding predicate), except the kernel arguments in `gathered` (0: x, 1: w: a fused
-    prologue computes them), read with ``tm.load``. `wait=False` leaves out the pipeline's
-    waits (a planted race)."""
+    prologue computes them), read with ``tm.load``. With ``split_k > 1`` the kernel takes
+    split-K's workspace and counters after ``y`` (``split_k.py``). `wait=False` leaves out
+    the pipeline's waits (a planted race)."""
     p, P, gemm = problem, params, problem.gemm
     kernel, (x, w, *rest) = _new_kernel(
         name, p, P.blocks(gemm), P.threads, "conv2d_implicit_gemm",

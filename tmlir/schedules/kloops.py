@@ -155,8 +155,8 @@ def kloop(template: str, params: Params) -> KLoop | None:
 
 def register_estimate(template: str, params: Params) -> int | None:
     """Registers per thread of a GEMM-like kernel, estimated from its header: the SIMT
-    GEMM's accumulators, two fragment stages, prefetched elements and ~24 for addresses (as
-    `MatmulSimtParams.register_estimate`), the tensor-core engine's accumulators, one k
+    GEMM's accumulators, two fragment stages, prefetched elements, ~24 for addresses and 8
+    more in the cp.async pipeline (as `MatmulSimtParams.register_estimate`), the tensor-core engine's accumulators, one k
     slice of fragments and ~40 (as `MatmulTcParams.register_estimate`); None for other
     templates. A split-K kernel's last block holds the other ``split_k - 1`` partial sums
     in registers as well (ptxas hoists their loads: 86 registers at S = 1, 246 at S = 4 for
@@ -179,7 +179,8 @@ def register_estimate(template: str, params: Params) -> int | None:
         else:
             tm, tn, threads = int(params["thread_m"]), int(params["thread_n"]), int(params["threads"])
             prefetch = (int(params["block_m"]) + int(params["block_n"])) * int(params["block_k"]) // threads
-            acc, base = tm * tn, 2 * (tm + tn) + prefetch + 24
+            pipeline = 8 if int(params.get("stages", 1)) > 1 else 0  # copies' addresses and predicates
+            acc, base = tm * tn, 2 * (tm + tn) + prefetch + 24 + pipeline
     except (KeyError, ValueError):
         return None
     return min(MAX_REGISTERS_PER_THREAD, acc * split + base)

@@ -32,7 +32,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import Float32Type, MemRefType
+from xdsl.dialects.builtin import Float32Type, MemRefType, f32
 from xdsl.ir import Attribute, SSAValue
 
 from tmlir.dialects import tm
@@ -61,6 +61,7 @@ from tmlir.schedules.simt_copies import (
 )
 from tmlir.schedules.simt_gemm import simt_gemm
 from tmlir.schedules.space import Constraint, Param, Space
+from tmlir.schedules.split_k import SPLIT_K_CHOICES, SPLIT_K_SHARED_BYTES, SplitK, split_k_constraints
 
 __all__ = ["DEFAULT_PREFERENCES", "MATMUL_SIMT_SPACE", "ElementLoad", "GemmOperand", "GemmOperands",
            "MatmulProblem", "MatmulSimtParams", "ResultStore", "matmul_simt_kernel", "matmul_simt_space",
@@ -76,7 +77,8 @@ Pair = tuple[int, int]
 @dataclass(frozen=True)
 class MatmulSimtParams:
     """The template's parameters; block and thread tiles follow from them. ``stages = 1``
-    is the register path (two shared buffers), 2-4 the cp.async pipeline's buffers."""
+    is the register path (two shared buffers), 2-4 the cp.async pipeline's buffers;
+    ``split_k`` blocks share each output tile, each on a part of K (``split_k.py``)."""
 
     block_warps: Pair = (4, 2)
     warp_outer: Pair = (2, 2)
@@ -84,12 +86,15 @@ class MatmulSimtParams:
     thread_inner: Pair = (4, 4)
     block_k: int = 8
     stages: int = 1
+    split_k: int = 1
 
     def __post_init__(self) -> None:
         if self.lanes[0] * self.lanes[1] != WARP_SIZE:
             raise ValueError(f"lanes {self.lanes} must have {WARP_SIZE} lanes")
         if not 1 <= self.stages <= 4:
             raise ValueError(f"stages must be 1 (the register path) to 4, got {self.stages}")
+        if self.split_k < 1:
+            raise ValueError(f"split_k must be >= 1, got {self.split_k}")
 
     @property
     def threads(self) -> int:
@@ -130,8 +135,31 @@ class MatmulSimtParams:
         return (problem.batch, math.ceil(problem.m / self.block_m),
                 math.ceil(problem.n / self.block_n))
 
-    def blocks(self, problem: MatmulProblem) -> int:
+    def tile_count(self, problem: MatmulProblem) -> int:
+        """Output tiles: blocks per split."""
         return math.prod(self.tile_grid(problem))
+
+    def blocks(self, problem: MatmulProblem) -> int:
+        """The kernel's grid: `split_k` blocks per output tile."""
+        return self.tile_count(problem) * self.split_k
+
+    def k_tiles(self, problem: MatmulProblem) -> int:
+        """The ``block_k`` tiles of K (the last one maybe partial)."""
+        return math.ceil(problem.k / self.block_k)
+
+    def split(self, problem: MatmulProblem) -> SplitK:
+        """How K is split over `split_k` blocks per tile (``split_k.py``); ValueError when
+        a split would get no k-tile."""
+        return SplitK(self.split_k, self.k_tiles(problem), self.tile_count(problem), self.threads)
+
+    def acc_type(self, element: Attribute = f32) -> MemRefType:
+        """One thread's accumulators, of `element`: its ``thread_m x thread_n`` tile of C."""
+        return MemRefType(element, [self.thread_m, self.thread_n])
+
+    def scratch(self, problem: MatmulProblem, element: Attribute = f32) -> list[tuple[str, MemRefType]]:
+        """The kernel's scratch arguments (kind, type) for accumulators of `element`:
+        split-K's workspace and counters; none for one split."""
+        return self.split(problem).scratch(self.acc_type(element))
 
     def smem_pads(self, problem: MatmulProblem) -> Pair:
         """Row padding of the A and B shared tiles (``simt_gemm.py``: bank conflicts): an
@@ -141,10 +169,12 @@ class MatmulSimtParams:
         return (0 if problem.transpose_lhs else pad, pad if problem.transpose_rhs else 0)
 
     def shared_bytes(self, problem: MatmulProblem, element_bytes: int = FLOAT_BYTES) -> int:
-        """Both operands' padded tiles, all buffers (two on the register path)."""
+        """Both operands' padded tiles, all buffers (two on the register path), and split-K's
+        arrival flag."""
         pad_a, pad_b = self.smem_pads(problem)
         buffers = max(2, self.stages)
-        return buffers * self.block_k * (self.block_m + pad_a + self.block_n + pad_b) * element_bytes
+        flag = SPLIT_K_SHARED_BYTES if self.split_k > 1 else 0
+        return buffers * self.block_k * (self.block_m + pad_a + self.block_n + pad_b) * element_bytes + flag
 
     def copies_per_thread(self) -> int:
         """Elements of one k-tile of A and B each thread moves: the register path's prefetch
@@ -153,8 +183,11 @@ class MatmulSimtParams:
 
     def register_estimate(self) -> int:
         """Accumulators, two fragment stages, prefetch (or staging) registers and ~24 for
-        addresses; the pipeline keeps ~8 more for its copies' addresses and predicates."""
-        return (self.thread_m * self.thread_n + 2 * (self.thread_m + self.thread_n)
+        addresses; the pipeline keeps ~8 more for its copies' addresses and predicates.
+        With split-K the last block of a tile also holds the other ``split_k - 1`` partial
+        sums (ptxas hoists their loads), as ``kloops.register_estimate`` counts them; not
+        capped (the space rejects past 255)."""
+        return (self.thread_m * self.thread_n * self.split_k + 2 * (self.thread_m + self.thread_n)
                 + self.copies_per_thread() + 24 + (8 if self.stages > 1 else 0))
 
     def copy_kinds(self, problem: MatmulProblem, im2col: bool = False) -> tuple[str, str]:
@@ -173,7 +206,7 @@ class MatmulSimtParams:
         return {
             "block_m": self.block_m, "block_n": self.block_n, "block_k": self.block_k,
             "threads": self.threads, "thread_m": self.thread_m, "thread_n": self.thread_n,
-            "stages": self.stages,
+            "stages": self.stages, "split_k": self.split_k,
             "block_warps": _pair(self.block_warps), "warp_outer": _pair(self.warp_outer),
             "lanes": _pair(self.lanes), "thread_inner": _pair(self.thread_inner),
         }
@@ -222,7 +255,9 @@ def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtPara
     `element` (``f32``, or ``f64``: tiles and accumulators in double). The operands in
     `gathered` (0: A, 1: B) are read with ``tm.load`` in the pipeline (a fused prologue
     computes them, or they are f16/bf16 tensors read through ``half_arguments``), the others
-    copied with ``cp.async``. `wait=False` leaves out the pipeline's waits (a planted race)."""
+    copied with ``cp.async``. With ``split_k > 1`` the kernel takes split-K's workspace (of
+    `element`) and counters after C (``split_k.py``). `wait=False` leaves out the pipeline's
+    waits (a planted race)."""
     p, P = problem, params
     arg_shapes = [p.lhs_shape, p.rhs_shape, *([p.bias_shape] if p.bias_shape else []), p.out_shape]
     kernel = tm.KernelOp(
@@ -313,6 +348,20 @@ PIPELINE_LANES = ((4, 8), (8, 4))
 MAX_COPIES_PER_THREAD = 64
 #: (stages, block_k) of `MatmulSimtParams.default_for` from sm_80.
 PIPELINE_DEFAULT = (3, 16)
+#: Split-K only with each path's deepest k-steps: the pipeline's with this many k elements
+#: in flight, ``(stages - 1) * block_k`` ((2, 64) and (3, 32)), and the register path's
+#: largest block_k (16, before sm_80 only).
+SPLIT_K_IN_FLIGHT = 64
+
+
+def _split_deepest(P: MatmulSimtParams, p: MatmulProblem) -> bool:
+    """A split (`SPLIT_K_IN_FLIGHT`) walks a short, latency-bound k-loop: only the
+    candidates that keep the most k in flight split (which keeps the space a few hundred)."""
+    if P.split_k == 1:
+        return True
+    if P.stages == 1:
+        return P.block_k == max(REGISTER_PATH["block_k"])  # type: ignore[type-var]
+    return (P.stages - 1) * P.block_k >= SPLIT_K_IN_FLIGHT
 
 
 def _fits_problem(P: MatmulSimtParams, p: MatmulProblem) -> bool:
@@ -359,6 +408,7 @@ def _space(arch: str | None) -> Space[MatmulSimtParams]:
             Param("thread_inner", ((4, 4),), "each thread's contiguous sub-tile"),
             Param("block_k", (8, 16, 32, 64), "k-step"),
             Param("stages", (1, 2, 3, 4), "1: the register path; 2-4: cp.async buffers (sm_80+)"),
+            Param("split_k", SPLIT_K_CHOICES, "blocks per output tile, each on a part of K"),
         ],
         MatmulSimtParams,
         [
@@ -383,6 +433,9 @@ def _space(arch: str | None) -> Space[MatmulSimtParams]:
                        lambda P, p: P.shared_bytes(p) <= shared),
             Constraint("registers <= 255 (estimate)",
                        lambda P, p: P.register_estimate() <= MAX_REGISTERS_PER_THREAD),
+            Constraint(f"split-K only with the deepest k-steps ({SPLIT_K_IN_FLIGHT} k in flight; "
+                       "register path: block_k 16)", _split_deepest),
+            *split_k_constraints(REFERENCE_SMS),
         ],
     )
 

@@ -53,9 +53,9 @@ def header(template: str, problem: MatmulProblem | Conv2dProblem, params: Any, e
     values: dict[str, int | str] = {**described, "M": gemm.m, "N": gemm.n, "K": gemm.k}
     if template.endswith("_tc"):
         values["dtype"] = element
-    elif isinstance(params, MatmulSimtParams):  # the SIMT engine's: split_k, how its operands travel
+    elif isinstance(params, MatmulSimtParams):  # the SIMT engine's: how its operands travel
         copy_a, copy_b = params.copy_kinds(gemm, im2col=isinstance(problem, Conv2dProblem))
-        values.update({"split_k": 1, "copy_a": copy_a, "copy_b": copy_b})
+        values.update({"copy_a": copy_a, "copy_b": copy_b})
     return values
 
 

@@ -35,6 +35,11 @@ How k-tiles get from global to shared memory is the ``stages`` parameter:
   block at the step's one barrier -- which also tells every thread that the buffer the
   next step refills has been read. ``stages - 1`` k-tiles are in flight.
 
+With ``split_k > 1`` (``split_k.py``) the grid has ``split_k`` blocks per output tile,
+``spatial(batch, M / block_m, N / block_n, split_k)``: on either path a block walks only
+its split's k-tiles, and the last block of a tile to finish adds the splits' partial sums
+(published through a workspace) in split order before the epilogue.
+
 Each operand travels one of four ways, named in the kernel's ``tm.params``
 (``copy_a``/``copy_b``; the copies are ``simt_copies.py``):
 
@@ -69,7 +74,6 @@ rows stay 16-byte aligned); the register path keeps its ``32 / block_k`` padding
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -84,6 +88,7 @@ from tmlir.layout import DataLayout, row_major
 from tmlir.mapping import repeat, spatial
 from tmlir.schedules.gemm import GemmOperands, MatmulProblem
 from tmlir.schedules.simt_copies import PipelineCopy, TileLoad, copy_kind
+from tmlir.schedules.split_k import add_scratch
 
 if TYPE_CHECKING:
     from tmlir.schedules.matmul_simt import MatmulSimtParams
@@ -95,8 +100,9 @@ def simt_gemm(kernel: tm.KernelOp, problem: MatmulProblem, params: MatmulSimtPar
               block_operands: BlockOperands, block_names: Sequence[str] = ("batch", "tile_m", "tile_n"),
               element: Attribute = Float32Type(), *, wait: bool = True) -> None:
     """Fill `kernel` (grid and block from `params`) with the GEMM of `problem`'s M, N, K
-    and batch (see the module docstring), and add ``stages``, ``split_k`` (1) and how each
-    operand travels (``copy_a``, ``copy_b``) to its ``tm.params``.
+    and batch (see the module docstring), and add ``stages``, ``split_k`` and how each
+    operand travels (``copy_a``, ``copy_b``) to its ``tm.params``. With ``split_k > 1`` the
+    kernel gets split-K's scratch arguments (workspace, counters: ``split_k.py``), last.
 
     `block_operands(b, batch_coords)` is called once inside the block's mapping with the
     block's batch coordinates; what it returns reads A (``M x K``, contiguous along k unless
@@ -107,10 +113,11 @@ def simt_gemm(kernel: tm.KernelOp, problem: MatmulProblem, params: MatmulSimtPar
     if params.stages > 1:  # as tc_gemm: ptxas plans for one resident block, not for registers
         kernel.attributes["tm.min_blocks_per_sm"] = IntegerAttr(1, 64)
     engine = _SimtGemm(IRBuilder.at_end(kernel.body.block), problem, params, element)
+    engine.workspace, engine.counters = add_scratch(kernel, engine.split, params.acc_type(element))
     kinds = engine.build(block_operands, block_names, wait)
     params_attr = kernel.attributes.get("tm.params")
     values = dict(params_attr.data) if isinstance(params_attr, DictionaryAttr) else {}
-    added = {"stages": IntegerAttr(params.stages, i64), "split_k": IntegerAttr(1, i64),
+    added = {"stages": IntegerAttr(params.stages, i64), "split_k": IntegerAttr(params.split_k, i64),
              "copy_a": StringAttr(kinds[0]), "copy_b": StringAttr(kinds[1])}
     keys = list(values)  # the pipeline's parameters after the serial ones (..., thread_n, stages)
     at = keys.index("stages") + 1 if "stages" in keys else len(keys)
@@ -124,7 +131,10 @@ class _SimtGemm:
     def __init__(self, b: IRBuilder, problem: MatmulProblem, params: MatmulSimtParams,
                  element: Attribute) -> None:
         self.b, self.p, self.P, self.element = b, problem, params, element
-        self.k_tiles = math.ceil(problem.k / params.block_k)
+        self.k_tiles = params.k_tiles(problem)
+        self.split = params.split(problem)
+        self.workspace: SSAValue | None = None
+        self.counters: SSAValue | None = None
 
     def alloc(self, scope: str, shape: tuple[int, ...], name: str, pad: int = 0) -> SSAValue:
         layout: DataLayout | None = row_major(*shape, pad=pad) if pad else None
@@ -148,8 +158,10 @@ class _SimtGemm:
             a_ldg = self.alloc("register", (a_load.per_thread,), "a_ldg")
             b_ldg = self.alloc("register", (b_load.per_thread,), "b_ldg")
         self.acc = self.alloc("register", (P.thread_m, P.thread_n), "acc")
+        splits = (P.split_k,) if P.split_k > 1 else ()  # block (tile, split): split fastest
         with (
-            b.for_task(spatial(*P.tile_grid(p)), bid, list(block_names)) as (bb, tile_m, tile_n),
+            b.for_task(spatial(*P.tile_grid(p), *splits), bid,
+                       [*block_names, *(["split"] if splits else [])]) as (bb, tile_m, tile_n, *split),
             b.for_task(spatial(*P.block_warps), warp, ["wi", "wj"]) as (self.wi, self.wj),
             b.for_task(spatial(*P.lanes), lane, ["li", "lj"]) as (self.li, self.lj),
         ):
@@ -160,12 +172,17 @@ class _SimtGemm:
             zero = b.constant(0.0, self.element)
             with b.for_task(repeat(P.thread_m, P.thread_n), None, ["i", "j"]) as (i, j):
                 b.store(zero, self.acc, [i, j])
+            # This block's k-tiles: [k_first, k_first + k_count) of its split (all of K for one).
+            split_index = split[0] if split else 0
+            self.k_first, self.k_count = self.split.k_range(b, split_index)
             if P.stages == 1:
                 self.register_path(ops, a_load, b_load, a_ldg, b_ldg)
                 kinds = ("ldg", "ldg")
             else:
                 kinds = self.pipeline(ops, wait)
-            self.epilogue(ops)
+            tile = b.div(bid, P.split_k, "tile")  # block = tile * split_k + split
+            with self.split.last_block(b, self.acc, tid, tile, split_index, self.workspace, self.counters):
+                self.epilogue(ops)
         return kinds
 
     # ---- the compute: shared -> fragments -> FMAs -------------------------------------------
@@ -209,9 +226,10 @@ class _SimtGemm:
                       a_ldg: SSAValue, b_ldg: SSAValue) -> None:
         """Two shared buffers, the next k-tile prefetched into registers (module docstring)."""
         b, P, tid = self.b, self.P, self.tid
+        k_first, k_count = self.k_first, self.k_count
 
-        def global_to_registers(k_tile: Index) -> None:
-            k0 = b.mul(k_tile, P.block_k, "k0")
+        def global_to_registers(k_tile: Index) -> None:  # the split's k-tile k_tile
+            k0 = b.mul(b.add(k_first, k_tile), P.block_k, "k0")
             a_load.to_registers(b, ops.a.load, a_ldg, tid, self.row0, k0)
             b_load.to_registers(b, ops.b.load, b_ldg, tid, self.col0, k0)
 
@@ -225,10 +243,10 @@ class _SimtGemm:
         b.insert(tm.BarrierOp())
         self.shared_to_fragments(0, 0, 0)
 
-        with b.loop(0, self.k_tiles, name="kt") as kt:
+        with b.loop(0, self.split.steps, name="kt") as kt, self.split.step_guard(b, kt, k_count):
             stage = b.rem(kt, 2, "stage")
             next_kt = b.add(kt, 1, "next_kt")
-            has_next = b.lt(next_kt, self.k_tiles, "has_next")
+            has_next = b.lt(next_kt, k_count, "has_next")
             with b.if_(has_next):  # prefetch: issued before this tile's arithmetic
                 global_to_registers(next_kt)
             self.tile_slices(stage)
@@ -253,25 +271,31 @@ class _SimtGemm:
             if c.kind == "gather":
                 c.registers = self.alloc("register", (c.per_thread,), name)
 
-        def issue(k_tile: Index, stage: Index, to_registers: bool) -> None:
-            k0 = b.mul(k_tile, P.block_k, "k0")
+        k_first, k_count = self.k_first, self.k_count
+        fewest = self.k_tiles // P.split_k  # k-tiles of the shortest split
+
+        def issue(k_tile: Index, stage: Index, to_registers: bool) -> None:  # the split's k-tile k_tile
+            k0 = b.mul(b.add(k_first, k_tile), P.block_k, "k0")
             for c in copies:
                 c.issue(b, self.tid, k0, p.k, stage, to_registers)
 
-        # Prologue: tiles 0 .. S-2 in flight, one commit each (empty past the last tile).
+        # Prologue: tiles 0 .. S-2 in flight, one commit each (empty past the split's last tile).
         for s in range(S - 1):
-            if s < self.k_tiles:
+            if s < fewest:
                 issue(s, s, to_registers=False)
+            elif s < self.split.steps:  # only the longer splits have this tile
+                with b.if_(b.lt(s, k_count)):
+                    issue(s, s, to_registers=False)
             b.insert(tm.CpAsyncCommitOp())
         if wait:
             b.insert(tm.CpAsyncWaitOp(S - 2))
         b.insert(tm.BarrierOp())
         self.shared_to_fragments(0, 0, 0)
 
-        with b.loop(0, self.k_tiles, name="kt") as kt:
+        with b.loop(0, self.split.steps, name="kt") as kt, self.split.step_guard(b, kt, k_count):
             stage = b.rem(kt, S, "stage")
             issue_kt = b.add(kt, S - 1, "issue_kt")
-            has_issue = b.lt(issue_kt, self.k_tiles, "has_issue")
+            has_issue = b.lt(issue_kt, k_count, "has_issue")
             with b.if_(has_issue):  # into the buffer of tile kt-1, read before the last barrier
                 issue(issue_kt, b.rem(issue_kt, S, "issue_stage"), to_registers=True)
             b.insert(tm.CpAsyncCommitOp())
@@ -282,7 +306,7 @@ class _SimtGemm:
                     for c in staged:
                         c.registers_to_shared(b, self.tid, issue_stage)
             next_kt = b.add(kt, 1, "next_kt")
-            with b.if_(b.lt(next_kt, self.k_tiles, "has_next")):  # uniform: the barrier is legal
+            with b.if_(b.lt(next_kt, k_count, "has_next")):  # uniform: the barrier is legal
                 if wait:  # tile kt+1 has landed (this thread's copies)
                     b.insert(tm.CpAsyncWaitOp(S - 2))
                 b.insert(tm.BarrierOp())  # ... everybody's, and tile kt has been read

@@ -135,7 +135,7 @@ def rows(args: argparse.Namespace) -> list[dict]:
     return out
 
 
-COLUMNS = ("index", "block_m", "block_n", "block_k", "stages", "threads", "block_warps", "warp_outer",
+COLUMNS = ("index", "block_m", "block_n", "block_k", "stages", "split_k", "threads", "block_warps", "warp_outer",
            "lanes", "thread_inner", "registers", "spill_bytes", "shared_bytes", "default")
 TC_COLUMNS = ("index", "block_m", "block_n", "block_k", "warps", "stages", "split_k", "threads", "registers",
               "spill_bytes", "shared_bytes", "default")

@@ -216,8 +216,9 @@ class TunableKernel:
 
     def scratch(self, params: TemplateParams) -> list[tuple[str, tuple[int, ...], np.dtype]]:
         """(kind, shape, dtype) of each scratch argument the kernel for `params` takes after
-        its tensors (a split-K workspace, then counters that must start at zero)."""
-        if not isinstance(params, MatmulTcParams):
+        its tensors (a split-K workspace, then counters that must start at zero); none for
+        the small-M template, which does not split K."""
+        if isinstance(params, MatmulGemvParams):
             return []
         return [(kind, tuple(t.get_shape()), dtypes.of_ir(t.element_type).numpy)
                 for kind, t in params.scratch(self.gemm)]
