@@ -167,7 +167,7 @@ def _legacy_defaults() -> dict[str, str]:
     from tmlir.passes.lower_to_cuda import LowerToCuda
 
     fields = LowerToCuda.__dataclass_fields__  # type: ignore[attr-defined]
-    return {"schedule_defaults": "preference"} if "schedule_defaults" in fields else {}
+    return {"schedule_defaults": "legacy"} if "schedule_defaults" in fields else {}
 
 
 def errors(points: list[Point], on: Gpu) -> list[float]:

@@ -26,9 +26,10 @@ time in ``rounds = ceil(nb / resident)`` rounds.
   hit latency and the DRAM latency by the launch's L2 hit rate, ``1 - compulsory bytes /
   bytes loaded`` (a tile re-read by many blocks hits L2; a GEMV's weights do not);
 
-and a launch takes ``rounds * (steps * step + fill)`` (``fill``: the first tile's round
+and a launch takes ``rounds * (steps * step + fill)`` (``fill``: the first tiles' round
 trip, and for split-K two more: the arrival counter's atomic and the partial sums' reads)
-or its roofline at achievable rates, whichever is longer.
+or its roofline at achievable rates, whichever is longer. The first ``depth`` steps' tiles
+arrive with the fill: they wait for no latency term of their own.
 
 **Other kernels** (elementwise, reductions, data movement): the longest of the roofline at
 achievable rates (`BANDWIDTH_EFFICIENCY` of the DRAM bandwidth, `ISSUE_EFFICIENCY` of the
@@ -210,6 +211,8 @@ def _loop_seconds(launch: Launch, loop: KLoop, gpu: Gpu, together: int) -> tuple
     hit = min(1.0, max(0.0, 1.0 - launch.bytes / loaded)) if loaded else 0.0
     round_trip = hit * L2_LATENCY_S + (1 - hit) * DRAM_LATENCY_S
     latency = round_trip / loop.depth
-    step = _soft_max(issue, tensor, latency)
-    terms = {"issue": issue, "tensor": tensor, "latency": latency}
-    return loop.steps * step + (1 + loop.tail_round_trips) * round_trip, max(terms, key=terms.__getitem__)
+    # the first `depth` steps' tiles come with the fill; each later one waits its share
+    exposed = max(0, loop.steps - loop.depth)
+    body = exposed * _soft_max(issue, tensor, latency) + (loop.steps - exposed) * _soft_max(issue, tensor)
+    terms = {"issue": issue, "tensor": tensor, "latency": latency if exposed else 0.0}
+    return body + (1 + loop.tail_round_trips) * round_trip, max(terms, key=terms.__getitem__)

@@ -20,11 +20,13 @@ from tmlir.registry import make_context
 
 
 def matmul_output(remove_barrier: int | None, arch: str = "sm_90") -> tuple[np.ndarray, np.ndarray]:
-    m, n, k = 64, 64, 32
+    m, n, k = 64, 64, 64
     model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])],
                        {"a": (m, k), "b": (k, n)}, {"y": (m, n)})
     module = import_onnx(model).module
-    LowerToCuda(target_arch=arch).apply(make_context(), module)
+    # several k-tiles (the default's block_k may take K in one): 8 of 8, or 4 of 16 in 3 stages from sm_80
+    LowerToCuda(target_arch=arch, matmul="block_k=8" if arch == "sm_75" else "block_k=16 stages=3").apply(
+        make_context(), module)
     barriers = [op for op in module.walk() if isinstance(op, tmgpu.BarrierOp)]
     assert len(barriers) == 2  # after the prologue, once per k-step
     if remove_barrier is not None:

@@ -157,7 +157,7 @@ def test_split_k_is_pinned_like_any_tensor_core_parameter():
             "split_k = {s}}}}} : (tensor<64x512xf16>, tensor<512x64xf16>) -> tensor<64x64xf32>\n"
             "  func.return %c : tensor<64x64xf32>\n}}")
     split = pinned_params(matmul_of(Parser(make_context(), text.format(s=4)).parse_module()))
-    assert split == MatmulTcParams(64, 64, 32, (2, 2), 3, 4)  # 16 k-tiles: 4 each
+    assert split == MatmulTcParams(64, 64, 32, (2, 2), 3, 4)  # 16 k-tiles: 4 each; the rest the rule's
     assert "stages = 3, split_k = 4}" in schedule_attr_text(split)
     too_far = matmul_of(Parser(make_context(), text.format(s=6)).parse_module())
     with pytest.raises(OpError, match="split_k=6 breaks the constraint 'each split walks >= 4 k-tiles'"):

@@ -108,7 +108,7 @@ def test_first_sentence():
     ("lower-to-cuda{fusion=1}", "option 'fusion' of pass 'lower-to-cuda' expects a bool (true/false), got '1'"),
     ("lower-to-cuda{fuson=false}", "pass 'lower-to-cuda' has no option 'fuson'; did you mean 'fusion'? "
                                    "(options: fusion, target-device, target-arch, tuning-records, matmul, conv, "
-                                   "precision)"),
+                                   "precision, schedule-defaults)"),
     ("lower-to-cuda{target-arch=sm_12}", "option 'target-arch' of pass 'lower-to-cuda' must be one of sm_75, "
                                          "sm_80, sm_86, sm_87, sm_89, sm_90, sm_100, sm_120, got 'sm_12'"),
     ("convert-tm-to-gpu{max-grid=abc}", "option 'max-grid' of pass 'convert-tm-to-gpu' expects an integer, got 'abc'"),

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_space
+from tmlir.schedules.matmul_simt import MatmulProblem, matmul_simt_space
+from tmlir.schedules.model_choice import default_of
 from tmlir.tools.tm_space import main
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
@@ -27,7 +28,7 @@ def test_json_lines(capsys):
                  "--trans-b", "--limit", "3", "--json", "--jobs", "1"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     problem = MatmulProblem((3, 100, 30), (3, 64, 30), (3, 100, 64), transpose_rhs=True)
-    default = MatmulSimtParams.default_for(problem, "sm_90")
+    default = default_of("matmul_simt", problem, "f32", "sm_90")  # the latency model's choice
     candidates = matmul_simt_space("sm_90").candidates(problem)
     expected = {0, 1, 2, candidates.index(default)}
     assert {r["index"] for r in rows} == expected

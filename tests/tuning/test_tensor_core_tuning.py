@@ -81,13 +81,20 @@ def test_tensor_core_kernels_take_half_operands():
 
 @needs_nvcc
 def test_a_dry_run_compiles_the_tensor_core_candidates_without_spills(tmp_path, capsys):
+    from tmlir.schedules.model_choice import gpu_for
+
     model, out = tmp_path / "half.onnx", tmp_path / "report.json"
     onnx.save(half_mlp(), model)
     assert main([str(model), "--dry-run", "--limit", "3", "--jobs", "1", "--quiet", "--json", str(out)]) == 0
     (line,) = json.loads(out.read_text())["kernels"]
     assert line["template"] == "matmul_tc" and line["signature"].endswith("; f16)")
-    assert line["occurrences"] == 2 and line["default"]["block_m"] == 64 and line["default"]["warps"] == "2x2"
-    assert line["candidates"] == line["kept"] == 4 and line["rejected"] == {}  # 3 + the default; 0 spills
+    kernel = TunableKernel("matmul_tc", SQUARE, "f16")
+    default = kernel.default_params()
+    assert line["occurrences"] == 2 and line["default"]["block_m"] == default.block_m
+    assert line["default"]["warps"] == "x".join(map(str, default.warps))
+    # the model's 3 best, and the default if it is not among them; 0 spills
+    top = [c.params for c in kernel.ranked_candidates(gpu_for("sm_90"))[:3]]
+    assert line["candidates"] == line["kept"] == (3 if default in top else 4) and line["rejected"] == {}
     assert "matmul_tc(lhs_shape=64x64" in capsys.readouterr().out
 
 

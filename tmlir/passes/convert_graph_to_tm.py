@@ -28,6 +28,14 @@ writes them; see ``docs/tuning.md``); ``tuning-records`` names the records file 
 ``$TMLIR_TUNING_RECORDS``, else ``tuning_records.jsonl`` in the cache directory). Without
 a target device, every template uses its default parameters.
 
+**Default parameters** are the latency model's choice (``tmlir/schedules/model_choice.py``):
+of a template's valid candidates for the op's problem, the one ``tmlir.latency`` estimates
+fastest on the target GPU -- the named ``target-device`` when it is a known one, else the
+arch's reference part. ``schedule-defaults=legacy`` gives instead the schedules chosen
+before the model (the SIMT GEMM's register-path preference list, no small-M template):
+the kernels the model was calibrated on, so ``benchmarks/latency_model.py`` can rebuild a
+model as it was measured.
+
 **Pinned schedules and changed defaults.** A tunable op (in a group: the anchor) may carry
 a ``schedule`` attribute naming its template's parameters (``tmlir/schedules/pinned.py``,
 ``docs/schedules.md``): the kernel is built with them, whatever the records say.
@@ -60,6 +68,7 @@ from tmlir.ir.diagnostics import OpError, failing_op
 from tmlir.schedules.elementwise import elementwise_kernel
 from tmlir.schedules.fusion import anchor_of, fuse_group
 from tmlir.schedules.kernel_key import group_key
+from tmlir.schedules.model_choice import default_of, legacy_default
 from tmlir.schedules.pinned import OPTIONS, check_option, pinned_params, resolve, verify_schedules
 from tmlir.schedules.templates import TemplateParams, TunableProblem, TunedParams, kernel_for
 
@@ -98,6 +107,7 @@ class _Lowering:
     kernels: dict[Hashable, KnownKernel | None]
     tuned: TunedParams | None = None
     arch: str = "sm_90"
+    small_m: bool = True
 
     def kernel_name(self, op: Operation) -> str:
         kind = "copy" if isinstance(op, func.ReturnOp) else op.name.split(".")[-1]
@@ -140,11 +150,12 @@ class _Lowering:
             group = failing_op(exc) or members[0].parent_op()
             assert group is not None
             raise OpError(group, f"convert-graph-to-tm: '{group.name}': {exc}") from exc
-        pinned = pinned_params(anchor, self.arch)
+        pinned = pinned_params(anchor, self.arch, small_m=self.small_m)
         try:
             inside = set(members)
             prologue = [i for i, v in enumerate(anchor.operands) if v.owner in inside]
-            kernel = kernel_for(self.kernel_name(anchor), anchor, self.tuned, pinned, self.arch, prologue)
+            kernel = kernel_for(self.kernel_name(anchor), anchor, self.tuned, pinned, self.arch, prologue,
+                                self.small_m)
             if kernel is None:  # the result has no elements
                 self.kernels[key] = None
                 return
@@ -188,6 +199,17 @@ class _Lowering:
         self.host.insert(tm.LaunchOp(kernel.sym_name.data, [source, dest]))
 
 
+SCHEDULE_DEFAULTS = ("model", "legacy")
+"""The values of the ``schedule-defaults`` option."""
+
+
+def check_schedule_defaults(pass_name: str, value: str) -> None:
+    """A ValueError, one line naming the pass, unless `value` is a ``schedule-defaults``."""
+    if value not in SCHEDULE_DEFAULTS:
+        raise ValueError(f"option 'schedule-defaults' of pass '{pass_name}' must be one of "
+                         f"{', '.join(SCHEDULE_DEFAULTS)}, got '{value}'")
+
+
 def check_target_arch(pass_name: str, arch: str) -> None:
     """A ValueError, one line naming the pass, unless `arch` is one tmlir compiles for."""
     if arch not in SUPPORTED_ARCHS:
@@ -224,10 +246,19 @@ class ConvertGraphToTm(ModulePass):
     """The implicit-GEMM convolution template's default parameters, e.g. "block_warps=1x2"."""
     gemv: str = ""
     """The small-M matmul template's default parameters, e.g. "warps=4 unroll=2"."""
+    schedule_defaults: str = "model"
+    """How tunable templates choose untuned parameters: "model" (the latency model's
+    fastest on the target GPU) or "legacy" (the choices before it, no small-M template)."""
 
     def __post_init__(self) -> None:
         check_target_arch(self.name, self.target_arch)
+        check_schedule_defaults(self.name, self.schedule_defaults)
         self.default_values()  # ValueError, one line, for a bad option
+
+    @property
+    def small_m(self) -> bool:
+        """Whether small-M matmuls take their own template (not under legacy defaults)."""
+        return self.schedule_defaults != "legacy"
 
     def default_values(self) -> dict[str, dict[str, int | tuple[int, ...]]]:
         """The parameters the ``matmul``, ``conv`` and ``gemv`` options set, by template."""
@@ -243,7 +274,7 @@ class ConvertGraphToTm(ModulePass):
         numbers = itertools.count()
         kernels: dict[Hashable, KnownKernel | None] = {}
         try:
-            verify_schedules(op, self.target_arch)
+            verify_schedules(op, self.target_arch, small_m=self.small_m)
         except OpError as exc:
             raise OpError(exc.op, f"convert-graph-to-tm: {exc.message}") from None
         constant = next((c for c in op.walk() if isinstance(c, graph.ConstantOp)), None)
@@ -256,16 +287,17 @@ class ConvertGraphToTm(ModulePass):
 
             recorded = recorded_params(TuningTarget(self.target_device, self.target_arch),
                                        self.tuning_records or None)
-        tuned = _with_defaults(recorded, self.default_values(), self.target_arch)
+        tuned = _with_defaults(recorded, self.default_values(), self.target_arch, self.target_device,
+                               legacy=not self.small_m)
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
             signature = (*function.function_type.inputs, *function.function_type.outputs)
             if any(isinstance(t, TensorType) for t in signature):
-                _convert_function(function, numbers, kernels, tuned, self.target_arch)
+                _convert_function(function, numbers, kernels, tuned, self.target_arch, self.small_m)
 
 
 def _convert_function(function: func.FuncOp, numbers: Iterator[int],
                       kernels: dict[Hashable, KnownKernel | None],
-                      tuned: TunedParams | None = None, arch: str = "sm_90") -> None:
+                      tuned: TunedParams | None = None, arch: str = "sm_90", small_m: bool = True) -> None:
     old = function.body.block
     ret = old.last_op
     assert isinstance(ret, func.ReturnOp)
@@ -290,7 +322,7 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int],
         if isinstance(value.owner, Operation) and not isinstance(value.owner, graph.WeightOp):
             destination.setdefault(value, arg)
     state = _Lowering(function, IRBuilder.at_end(new_block), numbers, {}, destination,
-                      kernels, tuned, arch)
+                      kernels, tuned, arch, small_m)
     for prev, new in zip(old.args, new_block.args):
         state.buffers[prev] = state.view(new, prev)
 
@@ -322,17 +354,19 @@ def _convert_function(function: func.FuncOp, numbers: Iterator[int],
 
 
 def _with_defaults(recorded: TunedParams | None, defaults: dict[str, dict[str, int | tuple[int, ...]]],
-                   arch: str) -> TunedParams | None:
-    """Recorded parameters, else the template's default on `arch` with the options'
-    `defaults` in place (ValueError naming the option where they break a constraint for the
-    problem)."""
-    if recorded is None and not any(defaults.values()):
-        return None
+                   arch: str, device: str = "", legacy: bool = False) -> TunedParams:
+    """Recorded parameters, else the template's default on `arch` -- the latency model's for
+    `device` (`default_of`), or with `legacy` the choice before the model -- with the
+    options' `defaults` in place (ValueError naming the option where they break a
+    constraint for the problem)."""
 
     def choose(template: str, problem: TunableProblem, element: str) -> TemplateParams | None:
         params = recorded(template, problem, element) if recorded is not None else None
-        if params is not None or not defaults.get(template):
+        if params is not None:
             return params
+        if not defaults.get(template):
+            return legacy_default(template, problem, element) if legacy else \
+                default_of(template, problem, element, arch, device)
         try:
             return resolve(template, problem, defaults[template], arch=arch)
         except ValueError as exc:

@@ -25,7 +25,7 @@ from xdsl.transforms.common_subexpression_elimination import CommonSubexpression
 
 from tmlir.ir.pipeline import PipelinePass
 from tmlir.passes.arith_simplify import ArithSimplify
-from tmlir.passes.convert_graph_to_tm import ConvertGraphToTm, check_target_arch
+from tmlir.passes.convert_graph_to_tm import ConvertGraphToTm, check_schedule_defaults, check_target_arch
 from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu
 from tmlir.passes.graph_canonicalize import GraphCanonicalize
 from tmlir.passes.graph_fold_batchnorm import GraphFoldBatchnorm
@@ -79,6 +79,8 @@ class LowerToCuda(PipelinePass):
     (``-p 'lower-to-cuda{matmul="block_warps=2x2 block_k=16"}'``, see docs/schedules.md).
     ``precision`` (default fp32): ``fp16`` or ``bf16`` runs the f32 matmuls that fit the
     tensor-core template with half-precision operands (``graph-mixed-precision``).
+    ``schedule-defaults`` (default ``model``): the latency model chooses untuned parameters;
+    ``legacy``: the choices before it (``convert-graph-to-tm``'s).
     ``tm-opt`` runs the inner passes as passes of its own pipeline (see tmlir.ir.pipeline).
     """
 
@@ -101,9 +103,13 @@ class LowerToCuda(PipelinePass):
     precision: Precision = "fp32"
     """fp32, or fp16/bf16: f32 matmuls on tensor cores with half-precision operands
     (``graph-mixed-precision``), accumulating in f32; tf32: with TF32 mma on f32 operands."""
+    schedule_defaults: str = "model"
+    """Untuned parameters of tunable templates: "model" (the latency model's choice) or
+    "legacy" (the choices before it; ``convert-graph-to-tm``'s option)."""
 
     def __post_init__(self) -> None:
         check_target_arch(self.name, self.target_arch)
+        check_schedule_defaults(self.name, self.schedule_defaults)
         if self.precision not in typing.get_args(Precision):
             raise ValueError(f"{self.name}: unknown precision '{self.precision}'; expected one of "
                              f"{', '.join(typing.get_args(Precision))}")
@@ -111,5 +117,5 @@ class LowerToCuda(PipelinePass):
 
     def passes(self) -> tuple[ModulePass, ...]:
         convert = ConvertGraphToTm(self.target_device, self.target_arch, self.tuning_records,
-                                   self.matmul, self.conv)
+                                   self.matmul, self.conv, schedule_defaults=self.schedule_defaults)
         return pipeline(self.fusion, convert, self.precision)

@@ -69,7 +69,7 @@ def simt_kloop(params: Params, gathered_b: bool = False) -> KLoop:
     instructions = (tm * tn * bk + bk * (tm + tn) // 4 + math.ceil(copies) + STEP_OVERHEAD
                     + (GATHER_INSTRUCTIONS * b_loads if gathered_b else 0))
     steps = math.ceil(math.ceil(k / bk) / split)
-    tile_bytes = (min(bm, m) + min(bn, n)) * bk * FLOAT_BYTES
+    tile_bytes = (min(bm, m) + min(bn, n)) * min(bk, k) * FLOAT_BYTES  # a k-step past K loads nothing
     return KLoop(steps, instructions, tile_bytes, depth=max(1, stages - 1),
                  tail_round_trips=SPLIT_K_ROUND_TRIPS if split > 1 else 0)
 
@@ -100,7 +100,7 @@ def tc_kloop(params: Params, gathered_b: bool = False) -> KLoop:
     instructions = (mm * mn * slices + (mm + mn) * slices + CP_ASYNC_INSTRUCTIONS * copies
                     + (GATHER_INSTRUCTIONS + 2) * gathers + TC_STEP_OVERHEAD)
     steps = math.ceil(math.ceil(k / bk) / int(params.get("split_k", 1)))
-    tile_bytes = (min(bm, m) + min(bn, n)) * bk * element
+    tile_bytes = (min(bm, m) + min(bn, n)) * min(bk, k) * element
     split = int(params.get("split_k", 1))
     return KLoop(steps, instructions, tile_bytes, depth=max(1, int(params["stages"]) - 1),
                  tensor_flops=2 * bm * bn * bk, tensor=str(params["dtype"]),

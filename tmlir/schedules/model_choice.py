@@ -1,8 +1,11 @@
 """Schedules chosen by the latency model: every candidate of a space estimated, fastest first.
 
-A tunable template's default candidate is the one `tmlir.latency` estimates fastest on the
-target GPU (`gpu_for`: the named device, else the arch's reference part: sm_90 an H100,
-sm_80 an A100), and the tuner times the space in the model's order, best first. A candidate
+A tunable template's default candidate (`default_of`) is the one `tmlir.latency` estimates
+fastest on the target GPU (`gpu_for`: the named device, else the arch's reference part:
+sm_90 an H100, sm_80 an A100) -- the template's own rule (`rule_default`) where it is
+within `MARGIN` of that --, and the tuner times the space in the model's order, best
+first. `legacy_default` keeps the choice made before the model, which the model was
+calibrated on (``schedule-defaults=legacy``). A candidate
 is estimated without building its kernel: its header (`header`: the template's parameters,
 as the kernel's ``tm.params`` will list them, and the problem's ``M``, ``N``, ``K``) gives
 its k-loop (``kloops.py``); its blocks, threads and shared memory come from the parameter
@@ -13,6 +16,7 @@ under it wins, then the earlier candidate of the space, so the choice is determi
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -21,8 +25,10 @@ from tmlir.gpus import DEFAULT_GPU, Gpu, gpu
 from tmlir.latency import Estimate, Launch, estimate
 from tmlir.schedules.conv2d import Conv2dProblem
 from tmlir.schedules.kloops import TC_ELEMENTS, kloop, register_estimate
-from tmlir.schedules.matmul_gemv_params import MatmulGemvParams
-from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams
+from tmlir.schedules.matmul_gemv_params import MATMUL_GEMV_SPACE, MatmulGemvParams
+from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_space
+from tmlir.schedules.matmul_tc import default_params, tc_space
+from tmlir.schedules.space import Space
 
 #: The GPU each compute capability's defaults are chosen for when no device is named.
 ARCH_GPUS = {"sm_80": "A100", "sm_86": "A100", "sm_89": "A100", "sm_90": "H100"}
@@ -111,3 +117,81 @@ def fastest(template: str, problem: MatmulProblem | Conv2dProblem, candidates: S
     if not candidates:
         raise ValueError(f"{template}: no valid candidate for this problem")
     return ranked(template, problem, candidates, on, element)[0][0]
+
+
+# ---- the defaults of the tunable templates ----------------------------------------------
+
+def _mma_type(element: str) -> str:
+    """A tensor-core template's mma operand type: f32 operands run as tf32."""
+    return "tf32" if element == "f32" else element
+
+
+SIMT_TEMPLATES = ("matmul_simt", "conv2d_implicit_gemm")
+"""The SIMT GEMM engine's templates, whose space depends on the target arch."""
+TENSOR_CORE_TEMPLATES = ("matmul_tc", "conv2d_tc")
+"""The tensor-core templates, whose space and default depend on the operands' element type."""
+MARGIN = 0.03
+"""A candidate the model estimates faster than its template's rule default by less than
+this fraction does not replace it: closer than that, the model cannot tell them apart."""
+REFERENCE_ARCH = "sm_90"
+"""The architecture assumed where none is named."""
+
+
+def template_space(template: str, element: str = "f16", arch: str | None = None) -> Space:
+    """The space of `template` for operands of `element` (``f16``, ``bf16``, ``f32`` or
+    ``tf32``) on `arch` (None: sm_80's limits): a tensor-core template's f32 (TF32) tiles
+    take twice the shared memory; the SIMT one's shared memory and pipeline depend on the
+    arch (`matmul_simt_space`)."""
+    if template in TENSOR_CORE_TEMPLATES:
+        return tc_space(element)
+    if template in SIMT_TEMPLATES:
+        return matmul_simt_space(arch)
+    if template == "matmul_gemv":
+        return MATMUL_GEMV_SPACE
+    raise ValueError(f"'{template}' is not a tunable template")
+
+
+def rule_default(template: str, problem: MatmulProblem | Conv2dProblem, element: str = "f16",
+                 arch: str | None = None) -> Any:
+    """The template's own rule for an untuned candidate (documented beside each template):
+    the tensor-core preference list, the small-M rule, the SIMT pipelined preference list."""
+    gemm = _gemm(problem)
+    if template in TENSOR_CORE_TEMPLATES:
+        return default_params(gemm, element)
+    if template == "matmul_gemv":
+        return MatmulGemvParams.default_for(gemm)
+    return MatmulSimtParams.default_for(gemm, arch)
+
+
+def legacy_default(template: str, problem: MatmulProblem | Conv2dProblem, element: str = "f16") -> Any:
+    """The candidate the template used untuned before the latency model chose (the
+    register-path preference list for the SIMT GEMM, whose kernels the model is calibrated
+    on; the tensor-core preference list); ValueError for the small-M template, which did
+    not exist then."""
+    if template in TENSOR_CORE_TEMPLATES:
+        return default_params(_gemm(problem), element)
+    if template in SIMT_TEMPLATES:
+        return MatmulSimtParams.legacy_default(_gemm(problem))
+    raise ValueError(f"'{template}' has no legacy default")
+
+
+@functools.lru_cache(maxsize=4096)
+def default_of(template: str, problem: MatmulProblem | Conv2dProblem, element: str = "f16",
+               arch: str | None = None, device: str = "") -> Any:
+    """The candidate `template` uses untuned for `problem` (operands of `element`) on
+    `arch`: of its space's valid candidates, the one the latency model estimates fastest on
+    `device` (`gpu_for`), unless the template's rule default is within `MARGIN` of it (then
+    the rule's). A template computing in f32 on CUDA cores is estimated as such."""
+    gemm = _gemm(problem)
+    rule = rule_default(template, problem, element, arch)
+    candidates = template_space(template, element, arch).candidates(gemm)
+    if not candidates:
+        return rule
+    on = gpu_for(arch or REFERENCE_ARCH, device)
+    computed = _mma_type(element) if template in TENSOR_CORE_TEMPLATES else "f32"
+    order = ranked(template, problem, candidates, on, computed)
+    best, best_estimate = order[0]
+    rule_estimate = next((e for params, e in order if params == rule), None)
+    if rule_estimate is not None and rule_estimate.seconds <= best_estimate.seconds * (1 + MARGIN):
+        return rule
+    return best

@@ -39,8 +39,9 @@ from tmlir.dialects import graph
 from tmlir.ir.diagnostics import OpError
 from tmlir.schedules.conv2d import Conv2dProblem
 from tmlir.schedules.matmul_gemv import MATMUL_GEMV_SPACE, MatmulGemvParams
-from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulProblem, MatmulSimtParams, matmul_simt_space
-from tmlir.schedules.matmul_tc import MATMUL_TC_SPACE, default_params, tc_space
+from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulProblem, MatmulSimtParams
+from tmlir.schedules.matmul_tc import MATMUL_TC_SPACE
+from tmlir.schedules.model_choice import rule_default, template_space
 from tmlir.schedules.space import Space, value_text
 from tmlir.schedules.templates import DEFAULT_ARCH, TemplateParams, TunableProblem, tunable_problem
 
@@ -54,10 +55,6 @@ SPACES: dict[str, Space] = {
     "matmul_simt": MATMUL_SIMT_SPACE, "conv2d_implicit_gemm": MATMUL_SIMT_SPACE, "matmul_tc": MATMUL_TC_SPACE,
     "conv2d_tc": MATMUL_TC_SPACE, "matmul_gemv": MATMUL_GEMV_SPACE,
 }
-#: The SIMT GEMM engine's templates, whose space depends on the target arch.
-SIMT_TEMPLATES = ("matmul_simt", "conv2d_implicit_gemm")
-#: The tensor-core templates, whose space and default depend on the operands' element type.
-TENSOR_CORE_TEMPLATES = ("matmul_tc", "conv2d_tc")
 #: The ``convert-graph-to-tm`` option that changes each template's defaults.
 OPTIONS = {"matmul_simt": "matmul", "conv2d_implicit_gemm": "conv", "matmul_gemv": "gemv"}
 Values = Mapping[str, int | tuple[int, ...]]
@@ -69,30 +66,18 @@ def gemm_problem(problem: TunableProblem) -> MatmulProblem:
 
 
 def space_of(template: str, element: str = "f16", arch: str | None = None) -> Space:
-    """The space of `template` for operands of `element` (``f16``, ``bf16``, ``f32`` or
-    ``tf32``) on `arch` (None: sm_80's limits): a tensor-core template's f32 (TF32) tiles
-    take twice the shared memory; the SIMT one's shared memory and pipeline depend on the
-    arch (`matmul_simt_space`)."""
-    if template in TENSOR_CORE_TEMPLATES:
-        return tc_space(element)
-    return matmul_simt_space(arch) if template in SIMT_TEMPLATES else SPACES[template]
-
-
-def default_of(template: str, gemm: MatmulProblem, element: str = "f16", arch: str | None = None) -> TemplateParams:
-    """The parameters `template` uses untuned for `gemm` with operands of `element` on `arch`."""
-    if template in TENSOR_CORE_TEMPLATES:
-        return default_params(gemm, element)
-    if template == "matmul_gemv":
-        return MatmulGemvParams.default_for(gemm)
-    return MatmulSimtParams.default_for(gemm, arch)
+    """The space of `template` for operands of `element` on `arch` (`model_choice.template_space`)."""
+    return template_space(template, element, arch)
 
 
 def resolve(template: str, problem: TunableProblem, values: Values, element: str = "f16",
             arch: str | None = None) -> TemplateParams:
-    """The default candidate of `template` for `problem` (operands of `element`) on `arch`
-    with `values` in place, checked (ValueError naming the parameter or the broken constraint)."""
+    """The rule default of `template` for `problem` (operands of `element`) on `arch`
+    (`model_choice.rule_default`, not the latency model's choice: a pin means the same
+    whatever the model's constants) with `values` in place, checked (ValueError naming the
+    parameter or the broken constraint)."""
     gemm = gemm_problem(problem)
-    return space_of(template, element, arch).pin(default_of(template, gemm, element, arch), values, gemm)
+    return space_of(template, element, arch).pin(rule_default(template, problem, element, arch), values, gemm)
 
 
 def values_from_attr(attr: Attribute, space: Space = MATMUL_SIMT_SPACE) -> dict[str, int | tuple[int, ...]]:
@@ -154,12 +139,13 @@ def check_option(template: str, text: str) -> dict[str, int | tuple[int, ...]]:
     return values
 
 
-def pinned_params(op: Operation, arch: str = DEFAULT_ARCH, *, constraints: bool = True) -> TemplateParams | None:
+def pinned_params(op: Operation, arch: str = DEFAULT_ARCH, *, constraints: bool = True,
+                  small_m: bool = True) -> TemplateParams | None:
     """The parameters pinned on `op` by its ``schedule`` attribute for the template that
     builds it on `arch`, None without one; OpError (``'<op>': schedule: ...``) for an
     invalid pin or an op that has none to pin. Without `constraints` only the names, types
     and choices are checked (the constraints depend on the arch: a parse-time check does
-    not know it), and None is returned."""
+    not know it), and None is returned. `small_m`: as `tunable_problem`'s."""
     attr = op.attributes.get(SCHEDULE_ATTR)
     if attr is None:
         return None
@@ -167,7 +153,7 @@ def pinned_params(op: Operation, arch: str = DEFAULT_ARCH, *, constraints: bool 
         raise OpError(op, f"'{op.name}': schedule: put the schedule on the group's anchor "
                           "(its matmul or convolution), not on the group")
     try:
-        tunable = tunable_problem(op, arch)
+        tunable = tunable_problem(op, arch, small_m)
     except ValueError as exc:
         raise OpError(op, f"'{op.name}': {exc}") from exc
     if tunable is None:
@@ -188,12 +174,13 @@ def pinned_params(op: Operation, arch: str = DEFAULT_ARCH, *, constraints: bool 
         raise OpError(op, f"'{op.name}': schedule: {exc}") from exc
 
 
-def verify_schedules(root: Operation, arch: str = DEFAULT_ARCH, *, constraints: bool = True) -> None:
+def verify_schedules(root: Operation, arch: str = DEFAULT_ARCH, *, constraints: bool = True,
+                     small_m: bool = True) -> None:
     """Check every ``schedule`` attribute under `root` (`pinned_params` on `arch`; without
     `constraints`, names, types and choices only): OpError for the first invalid one."""
     for op in root.walk():
         if SCHEDULE_ATTR in op.attributes:
-            pinned_params(op, arch, constraints=constraints)
+            pinned_params(op, arch, constraints=constraints, small_m=small_m)
 
 
 def schedule_attr_text(params: TemplateParams) -> str:

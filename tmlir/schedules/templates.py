@@ -63,7 +63,8 @@ from tmlir.schedules.conv2d import Conv2dProblem, conv2d_kernel
 from tmlir.schedules.matmul_gemv import MatmulGemvParams, matmul_gemv_kernel
 from tmlir.schedules.matmul_gemv import takes as small_m_takes
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
-from tmlir.schedules.matmul_tc import check_problem, default_params, matmul_tc_kernel
+from tmlir.schedules.matmul_tc import check_problem, matmul_tc_kernel
+from tmlir.schedules.model_choice import default_of
 from tmlir.schedules.registry import NoTemplate, kernel_builder
 from tmlir.schedules.tc_gemm import MatmulTcParams
 
@@ -119,14 +120,16 @@ def has_tensor_cores(arch: str) -> bool:
     return int(arch.removeprefix("sm_")) >= TENSOR_CORE_ARCH
 
 
-def tunable_problem(op: Operation, arch: str = DEFAULT_ARCH) -> tuple[str, TunableProblem] | None:
+def tunable_problem(op: Operation, arch: str = DEFAULT_ARCH, small_m: bool = True
+                    ) -> tuple[str, TunableProblem] | None:
     """The template name and problem of an op whose kernel is built from a parameter
     space (a ``graph.matmul``: ``matmul_tc`` on tensor cores when its operands are both
     f16 or both bf16 -- or both f32 and the op carries `TF32_ATTR` --, the template covers
     its shape and `arch` is sm_80 or newer, else ``matmul_gemv`` for at most 16 rows (a
     batch folded in) of an unbatched B that is not f64, else ``matmul_simt``; a 2-D
-    ``graph.conv`` on implicit GEMM), else None. The problem is
-    the one `kernel_for` builds the kernel from; ValueError for a convolution that cannot
+    ``graph.conv`` on implicit GEMM), else None. Without `small_m` (the schedules before the
+    latency model: ``schedule-defaults=legacy``) no matmul takes ``matmul_gemv``. The problem
+    is the one `kernel_for` builds the kernel from; ValueError for a convolution that cannot
     be built."""
     if not isinstance(op, graph.MatmulOp | graph.ConvOp):
         return None
@@ -144,7 +147,7 @@ def tunable_problem(op: Operation, arch: str = DEFAULT_ARCH) -> tuple[str, Tunab
         if _on_tensor_cores(op, problem, arch):
             return "matmul_tc", problem
         double = isinstance(op.result.type.get_element_type(), Float64Type)  # type: ignore[attr-defined]
-        return ("matmul_gemv" if small_m_takes(problem) and not double else "matmul_simt"), problem
+        return ("matmul_gemv" if small_m and small_m_takes(problem) and not double else "matmul_simt"), problem
     if isinstance(op, graph.ConvOp) and len(_shape(op.input)) == 4:
         problem = conv_problem(_shape(op.input), _shape(op.weight), *op.attributes_tuple(),
                                op.bias is not None)
@@ -182,17 +185,17 @@ def tensor_cores_cover(problem: TunableProblem, element: Attribute) -> bool:
 @errors_about_op  # tm-opt then names the op's file:line:col
 def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None,
                pinned: TemplateParams | None = None, arch: str = DEFAULT_ARCH,
-               prologue: Collection[int] = ()) -> tm.KernelOp | None:
+               prologue: Collection[int] = (), small_m: bool = True) -> tm.KernelOp | None:
     """The kernel of `op` (arguments: its operands, then its results) by its template;
     None when it writes no element. A tunable op (`tunable_problem` on `arch`) gets the
     `pinned` parameters (its schedule pinned in IR, see ``pinned.py``), else those `tuned`
     returns for it, else its template's default. `prologue` names the operands a fused
     prologue will compute: a GEMM template (tensor-core or SIMT) reads them with ``tm.load``
     instead of copying them with ``cp.async``, the small-M one instead of ``tm.load_vector``
-    (every other template reads operands with ``tm.load``).
+    (every other template reads operands with ``tm.load``). `small_m`: as `tunable_problem`'s.
     NoTemplate for an op without a template; ValueError for what its template cannot do."""
     check_element_types(op)
-    if (tunable := tunable_problem(op, arch)) is not None:
+    if (tunable := tunable_problem(op, arch, small_m)) is not None:
         template, problem = tunable
         operand = op.operands[0].type.get_element_type()  # type: ignore[attr-defined]
         computed = ("tf32" if isinstance(operand, Float32Type) else str(operand)) if template.endswith("_tc") \
@@ -203,21 +206,21 @@ def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None,
             if params is not None and not isinstance(params, MatmulTcParams):
                 raise ValueError("the parameters are the SIMT matmul's, but this matmul runs on "
                                  f"tensor cores ({computed} operands)")
-            kernel = matmul_tc_kernel(name, problem, params or default_params(problem, operand), operand,
-                                      gathered=prologue)
+            kernel = matmul_tc_kernel(name, problem, params or default_of(template, problem, computed, arch),
+                                      operand, gathered=prologue)
         elif template == "conv2d_tc":
             assert isinstance(problem, Conv2dProblem)
             if params is not None and not isinstance(params, MatmulTcParams):
                 raise ValueError("the parameters are the SIMT convolution's, but this convolution runs "
                                  f"on tensor cores ({computed} operands)")
-            kernel = conv2d_tc.conv2d_tc_kernel(name, problem, params or default_params(problem.gemm, operand),
+            kernel = conv2d_tc.conv2d_tc_kernel(name, problem, params or default_of(template, problem, computed, arch),
                                                 operand, gathered=prologue)
         elif template == "matmul_gemv":
             assert isinstance(problem, MatmulProblem)
             if params is not None and not isinstance(params, MatmulGemvParams):
                 raise ValueError("the parameters are another template's, but this matmul has at most "
                                  "16 rows: it runs on matmul_gemv")
-            kernel = matmul_gemv_kernel(name, problem, params or MatmulGemvParams.default_for(problem), prologue)
+            kernel = matmul_gemv_kernel(name, problem, params or default_of(template, problem, "f32", arch), prologue)
         else:
             # f16/bf16 operands are read widened through `half_arguments`: with tm.load, as
             # those a prologue computes
@@ -229,10 +232,11 @@ def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None,
                     kernel = matmul_simt_kernel(name, problem, pinned or MatmulSimtParams.legacy_default(problem),
                                                 element, gathered=gathered)
                 else:
-                    kernel = matmul_simt_kernel(name, problem, params or MatmulSimtParams.default_for(problem, arch),
+                    kernel = matmul_simt_kernel(name, problem, params or default_of(template, problem, "f32", arch),
                                                 gathered=gathered)
             else:
-                kernel = conv2d_kernel(name, problem, params, arch, gathered=gathered)
+                kernel = conv2d_kernel(name, problem, params or default_of(template, problem, "f32", arch), arch,
+                                       gathered=gathered)
     elif (builder := kernel_builder(type(op))) is None:
         raise NoTemplate(f"no schedule template for '{op.name}'")
     else:

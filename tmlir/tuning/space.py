@@ -39,8 +39,8 @@ from tmlir.schedules.conv2d import Conv2dProblem, conv2d_implicit_gemm_kernel
 from tmlir.schedules.matmul_gemv import MatmulGemvParams, matmul_gemv_kernel
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
 from tmlir.schedules.matmul_tc import matmul_tc_kernel
-from tmlir.schedules.model_choice import ranked
-from tmlir.schedules.pinned import default_of, space_of
+from tmlir.schedules.model_choice import default_of, ranked
+from tmlir.schedules.pinned import space_of
 from tmlir.schedules.space import Space
 from tmlir.schedules.tc_gemm import MatmulTcParams
 from tmlir.schedules.templates import DEFAULT_ARCH, TemplateParams, TunableProblem
@@ -183,7 +183,7 @@ class TunableKernel:
         return RTOLS[self.element]
 
     def default_params(self) -> TemplateParams:
-        return default_of(self.template, self.gemm, self.element, self.arch)
+        return default_of(self.template, self.problem, self.element, self.arch)
 
     def is_valid(self, params: object) -> bool:
         """Whether `params` is a point of the space that is valid for this problem."""

@@ -1,4 +1,4 @@
-// RUN: tm-opt %s --split-input-file -p 'convert-graph-to-tm{target-arch=sm_75}' | filecheck %s
+// RUN: tm-opt %s --split-input-file -p 'convert-graph-to-tm{target-arch=sm_75 matmul="block_k=8" conv="block_k=8"}' | filecheck %s
 //
 // convert-graph-to-tm: one tm.kernel per graph operator from its schedule template, and a
 // host function on memrefs (outputs become trailing arguments) that launches them.
@@ -6,7 +6,9 @@
 // Gemm with weights, bias and transpose_rhs; M = 100, N = 40, K = 20 are not multiples of
 // the 16x32x8 tile the template picks, so the global loads and the store are guarded on
 // all three. (sm_75: the register path; the template's own structure, and the cp.async
-// pipeline of sm_80+, are pinned in schedules/matmul_simt*.mlir.)
+// pipeline of sm_80+, are pinned in schedules/matmul_simt*.mlir. The `matmul` and `conv`
+// options keep the GEMMs on the template's rule default, block_k 8, where the latency
+// model's choice would take whatever tile it estimates fastest.)
 
 // CHECK-LABEL: tm.kernel @matmul_0(%A: memref<100x20xf32>, %B: memref<40x20xf32>, %bias: memref<40xf32>, %C: memref<100x40xf32>) grid(14) block(32)
 // CHECK-SAME:    attributes {tm.template = "matmul_simt", tm.params = {M = 100 : i64, N = 40 : i64, K = 20 : i64, block_m = 16 : i64, block_n = 32 : i64, block_k = 8 : i64, threads = 32 : i64, thread_m = 4 : i64, thread_n = 4 : i64, stages = 1 : i64, split_k = 1 : i64, copy_a = "ldg", copy_b = "ldg", block_warps = "1x1", warp_outer = "1x1", lanes = "4x8", thread_inner = "4x4"}} {

@@ -10,7 +10,7 @@
 // CHECK: tm-opt: error: {{.*}}convert_graph_to_tm_schedule_errors.mlir:[[# @LINE + 4]]:3: {{(convert-graph-to-tm: )?}}'graph.matmul': schedule: unknown parameter 'blockk' (did you mean 'block_k'?
 
 func.func @unknown(%a: tensor<32x8xf32>, %b: tensor<8x32xf32>) -> tensor<32x32xf32> {
-  // expected-error@+1 {{'graph.matmul': schedule: unknown parameter 'blockk' (did you mean 'block_k'? parameters of matmul_simt: block_warps, lanes, warp_outer, thread_inner, block_k, stages)}}
+  // expected-error@+1 {{'graph.matmul': schedule: unknown parameter 'blockk' (did you mean 'block_k'? parameters of matmul_simt: block_warps, lanes, warp_outer, thread_inner, block_k, stages, split_k)}}
   %c = graph.matmul %a, %b {schedule = {blockk = 16}} : (tensor<32x8xf32>, tensor<8x32xf32>) -> tensor<32x32xf32>
   func.return %c : tensor<32x32xf32>
 }
@@ -18,7 +18,7 @@ func.func @unknown(%a: tensor<32x8xf32>, %b: tensor<8x32xf32>) -> tensor<32x32xf
 // -----
 
 func.func @derived(%a: tensor<32x8xf32>, %b: tensor<8x32xf32>) -> tensor<32x32xf32> {
-  // expected-error@+1 {{'graph.matmul': schedule: 'block_m' is derived from the parameters, not one of them (pin block_warps, lanes, warp_outer, thread_inner, block_k, stages)}}
+  // expected-error@+1 {{'graph.matmul': schedule: 'block_m' is derived from the parameters, not one of them (pin block_warps, lanes, warp_outer, thread_inner, block_k, stages, split_k)}}
   %c = graph.matmul %a, %b {schedule = {block_m = 64}} : (tensor<32x8xf32>, tensor<8x32xf32>) -> tensor<32x32xf32>
   func.return %c : tensor<32x32xf32>
 }
@@ -43,7 +43,7 @@ func.func @outside_space(%a: tensor<32x8xf32>, %b: tensor<8x32xf32>) -> tensor<3
 
 // 4x2 warps of 2x2 repeats of 2x16 lanes: a 64 x 256 tile.
 func.func @constraint(%a: tensor<32x8xf32>, %b: tensor<8x32xf32>) -> tensor<32x32xf32> {
-  // expected-error@+1 {{'graph.matmul': schedule: block_warps=4x2 warp_outer=2x2 breaks the constraint 'block tile <= 128 x 128 (pipeline: 128 x 256, sides <= 256)' of matmul_simt for this problem (candidate: block_warps=4x2 lanes=2x16 warp_outer=2x2 thread_inner=4x4 block_k=8 stages=1)}}
+  // expected-error@+1 {{'graph.matmul': schedule: block_warps=4x2 warp_outer=2x2 breaks the constraint 'block tile <= 128 x 128 (pipeline: 128 x 256, sides <= 256)' of matmul_simt for this problem (candidate: block_warps=4x2 lanes=2x16 warp_outer=2x2 thread_inner=4x4 block_k=8 stages=1 split_k=1)}}
   %c = graph.matmul %a, %b {schedule = {block_warps = array<i64: 4, 2>, warp_outer = array<i64: 2, 2>}} : (tensor<32x8xf32>, tensor<8x32xf32>) -> tensor<32x32xf32>
   func.return %c : tensor<32x32xf32>
 }
@@ -90,7 +90,7 @@ func.func @on_the_group(%a: tensor<32x8xf32>, %b: tensor<8x32xf32>) -> tensor<32
 // A pin of the tensor-core template's parameters, compiled for a GPU without tensor cores
 // (nor cp.async: the SIMT template's register path only).
 func.func @no_tensor_cores(%a: tensor<32x64xf16>, %b: tensor<64x32xf16>) -> tensor<32x32xf16> {
-  // expected-error@+1 {{'graph.matmul': schedule: stages=4 breaks the constraint 'stages > 1 needs cp.async (sm_80+; this is sm_75)' of matmul_simt for this problem (candidate: block_warps=1x1 lanes=2x16 warp_outer=1x1 thread_inner=4x4 block_k=8 stages=4); on sm_75 (no tensor cores) this op takes matmul_simt, not matmul_tc}}
+  // expected-error@+1 {{'graph.matmul': schedule: stages=4 breaks the constraint 'stages > 1 needs cp.async (sm_80+; this is sm_75)' of matmul_simt for this problem (candidate: block_warps=1x1 lanes=2x16 warp_outer=1x1 thread_inner=4x4 block_k=8 stages=4 split_k=1); on sm_75 (no tensor cores) this op takes matmul_simt, not matmul_tc}}
   %c = graph.matmul %a, %b {schedule = {stages = 4}} : (tensor<32x64xf16>, tensor<64x32xf16>) -> tensor<32x32xf16>
   func.return %c : tensor<32x32xf16>
 }

@@ -1,11 +1,13 @@
-// RUN: tm-opt %s -p 'lower-to-cuda{fusion=false}' | filecheck %s
+// RUN: tm-opt %s -p 'lower-to-cuda{fusion=false matmul="stages=3"}' | filecheck %s
 // RUN: tm-opt %s -p lower-to-cuda | filecheck %s --check-prefix=LEVEL
-// RUN: tm-opt %s -p lower-to-cuda | filecheck %s --check-prefix=FUSED
+// RUN: tm-opt %s -p 'lower-to-cuda{matmul="stages=3"}' | filecheck %s --check-prefix=FUSED
 //
 // lower-to-cuda runs the whole pipeline (graph-canonicalize, graph-fold-batchnorm,
 // graph-partition, convert-graph-to-tm, tm-lower-mappings, convert-tm-to-gpu, canonicalize,
 // arith-simplify, canonicalize, cse): graph ops in, tmgpu kernels and launches out. With
-// {fusion=false} there is no graph-partition: one kernel per graph op.
+// {fusion=false} there is no graph-partition: one kernel per graph op. The matmul's schedule
+// is the template's rule default (`matmul="stages=3"` keeps it; untuned, the latency model
+// would choose), so the checks follow one known kernel.
 
 // Fused: one kernel, the matmul's, storing relu(sum) straight into the output.
 // FUSED-LABEL: tmgpu.kernel @matmul_0(%A: memref<2x4x8xf32>, %B: memref<2x8x6xf32>, %y: memref<2x4x6xf32>) block(32)

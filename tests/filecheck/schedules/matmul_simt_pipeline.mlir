@@ -1,8 +1,9 @@
-// RUN: tm-opt %s -p convert-graph-to-tm | filecheck %s
-// RUN: tm-opt %s -p graph-partition,convert-graph-to-tm | filecheck %s --check-prefix=GATHER
+// RUN: tm-opt %s -p 'convert-graph-to-tm{matmul="stages=3"}' | filecheck %s
+// RUN: tm-opt %s -p 'graph-partition,convert-graph-to-tm{matmul="stages=3"}' | filecheck %s --check-prefix=GATHER
 //
 // The SIMT matmul template's cp.async pipeline (sm_80+; the default target is sm_90):
-// 2048 x 2048 x 64 takes the 128 x 128 tile in 3 stages of block_k 16. A (2048 x 64, rows
+// 2048 x 2048 x 64 on the template's rule default (the `matmul` option keeps it where the
+// latency model would choose): the 128 x 128 tile in 3 stages of block_k 16. A (2048 x 64, rows
 // along k) is copied 4 bytes at a time into its k-major tile, transposing; B (64 x 2048,
 // rows along n) 16 bytes at a time. The register path: matmul_simt.mlir.
 
