@@ -1,16 +1,20 @@
-"""``tm-tune --dry-run`` on full-size ResNet-50: the whole space of every unique kernel
-compiled and ptxas-filtered on this machine's CPUs (no GPU needed).
+"""``tm-tune --dry-run`` on full-size models: the space of every unique kernel compiled and
+ptxas-filtered on this machine's CPUs (no GPU needed).
 
-    make full-models                       # build/models/resnet50.onnx
-    .venv/bin/python benchmarks/tune.py    # or name another .onnx file
+    make full-models                              # build/models/{resnet50,bert_base}.onnx
+    .venv/bin/python benchmarks/tune.py           # ResNet-50, the whole spaces
+    .venv/bin/python benchmarks/tune.py build/models/resnet50.onnx build/models/bert_base.onnx --limit 8
 
-Runs `tmlir.tuning.tune_model(..., dry_run=True)` twice with the artifact cache pointed at
-an empty folder: **cold** (everything built and compiled: xDSL lowering, NVRTC, ptxas) and
-**warm** (the same space again, from the cache). Reports the unique kernels and their
-occurrences, candidates total / kept / rejected by reason, the wall time, the CPU time of
-this process and its workers, and candidates compiled per second. The machine may be
-shared: the JSON records the 1-minute load average before and after each run. Writes
-benchmarks/results/tune_dry_run.json with machine, date and versions.
+Runs `tmlir.tuning.tune_model(..., dry_run=True)` twice per model with the artifact cache
+pointed at an empty folder: **cold** (everything built and compiled: xDSL lowering, NVRTC,
+ptxas) and **warm** (the same space again, from the cache). `--limit N` takes what a tuning
+run with ``tm-tune --limit N`` compiles: the latency model's N best candidates of each space
+(and the default). Reports the unique kernels and their occurrences, candidates total / kept
+/ rejected by reason, the wall time, the CPU time of this process and its workers, and
+candidates compiled per second. The machine may be shared: the JSON records the 1-minute
+load average before and after each run. Writes benchmarks/results/tune_dry_run.json (with
+`--limit`: tune_dry_run_limit<N>.json) with machine, date and versions; model paths relative
+to the repository.
 """
 
 from __future__ import annotations
@@ -52,12 +56,21 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def run(model: Path, arch: str, jobs: int | None) -> dict:
+def relative(path: Path) -> str:
+    """`path` relative to the repository when it is inside it (results carry no machine paths)."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return path.name
+
+
+def run(model: Path, arch: str, jobs: int | None, limit: int | None) -> dict:
     from tmlir.tuning import TuningTarget, tune_model
 
     load, cpu = os.getloadavg()[0], cpu_seconds()
-    report = tune_model(model, TuningTarget("", arch), dry_run=True, jobs=jobs, progress=True)
+    report = tune_model(model, TuningTarget("", arch), dry_run=True, jobs=jobs, progress=True, limit=limit)
     result = report.to_json()
+    result["model"] = relative(model)
     result["cpu_seconds"] = round(cpu_seconds() - cpu, 1)
     result["load_average"] = {"before": load, "after": os.getloadavg()[0]}
     print(f"{result['unique_kernels']} unique kernels ({result['occurrences']} ops), "
@@ -70,22 +83,28 @@ def run(model: Path, arch: str, jobs: int | None) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model", nargs="?", type=Path, default=MODEL)
+    parser.add_argument("models", nargs="*", type=Path, default=[MODEL])
     parser.add_argument("--arch", default="sm_90")
     parser.add_argument("--jobs", type=int, default=None, help="default: the CPU count")
-    parser.add_argument("--out", type=Path, default=RESULT)
+    parser.add_argument("--limit", type=int, default=None,
+                        help="the latency model's N best candidates of each space (and the default)")
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    result = {**header(), "model": str(args.model), "arch": args.arch,
-              "jobs": args.jobs or os.cpu_count()}
-    with tempfile.TemporaryDirectory(prefix="tmlir-tune-bench-") as cache:
-        os.environ["TMLIR_CACHE_DIR"] = cache
-        print("cold (empty artifact cache):")
-        result["cold"] = run(args.model, args.arch, args.jobs)
-        print("warm (the same space again):")
-        result["warm"] = run(args.model, args.arch, args.jobs)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    out = args.out or (RESULT if args.limit is None else RESULT.with_name(f"tune_dry_run_limit{args.limit}.json"))
+    result = {**header(), "arch": args.arch, "jobs": args.jobs or os.cpu_count(), "limit": args.limit,
+              "models": []}
+    for model in args.models:
+        entry: dict = {"model": relative(model)}
+        with tempfile.TemporaryDirectory(prefix="tmlir-tune-bench-") as cache:
+            os.environ["TMLIR_CACHE_DIR"] = cache
+            print(f"{relative(model)}: cold (empty artifact cache):")
+            entry["cold"] = run(model, args.arch, args.jobs, args.limit)
+            print(f"{relative(model)}: warm (the same space again):")
+            entry["warm"] = run(model, args.arch, args.jobs, args.limit)
+        result["models"].append(entry)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {relative(out)}")
 
 
 if __name__ == "__main__":

@@ -152,6 +152,21 @@ CASES = {
         [node("Concat", ["a", "b"], "c", axis=1),
          node("ReduceSum", ["c", "axes"], "y", keepdims=1)],
         {"a": (3, 5, 4), "b": (3, 2, 4)}, ["y"], [REDUCE], {"axes": ints(1)}),
+    # graph-merge-matmuls: three biased projections of x (Gemm, B stored N x K) become one
+    # matmul of 3 x 20 columns; the slices, the attention-like products and the Tanh go into
+    # the one elementwise kernel that reads them. Then 40 rows on the SIMT template, B K x N,
+    # a prologue (Relu) computing the shared A and two epilogue chains.
+    "projections_merged_small_m": Case(
+        [node("Gemm", ["x", "wq", "bq"], "q", transB=1), node("Gemm", ["x", "wk", "bk"], "k", transB=1),
+         node("Gemm", ["x", "wv", "bv"], "v", transB=1), node("Mul", ["q", "k"], "qk"),
+         node("Add", ["qk", "v"], "s"), node("Tanh", ["s"], "y")],
+        {"x": (6, 36)}, ["y"], [GEMV, EW],
+        {"wq": weight(20, 36), "bq": weight(20), "wk": weight(20, 36, seed=1), "bk": weight(20, seed=1),
+         "wv": weight(20, 36, seed=2), "bv": weight(20, seed=2)}),
+    "projections_merged_simt": Case(
+        [node("Relu", ["x"], "r"), node("MatMul", ["r", "w1"], "m1"), node("MatMul", ["r", "w2"], "m2"),
+         node("Tanh", ["m1"], "y1"), node("Add", ["m2", "b"], "y2")],
+        {"x": (40, 24), "b": (12,)}, ["y1", "y2"], [MM, EW, EW], {"w1": weight(24, 20), "w2": weight(24, 12)}),
     "rank0_chain": Case(
         [node("Mul", ["x", "two"], "m"), node("Relu", ["m"], "y")],
         {"x": ()}, ["y"], [EW], {"two": np.float32(2)}),

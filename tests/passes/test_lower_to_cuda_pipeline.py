@@ -22,9 +22,10 @@ def test_default_passes_are_the_default_pipeline():
 
 
 def test_fusion_false_drops_graph_partition():
+    """And graph-merge-matmuls, whose slices pay only when fused."""
     names = _names(LowerToCuda(fusion=False).passes())
-    assert "graph-partition" not in names
-    assert names == [n for n in _names(PIPELINE) if n != "graph-partition"]
+    assert "graph-partition" not in names and "graph-merge-matmuls" not in names
+    assert names == [n for n in _names(PIPELINE) if n not in ("graph-partition", "graph-merge-matmuls")]
     assert any(isinstance(p, GraphPartition) for p in LowerToCuda(fusion=True).passes())
 
 

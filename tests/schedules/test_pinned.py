@@ -71,15 +71,15 @@ def test_pinned_candidate_runs_on_emu_and_matches_numpy():
 
 
 def test_pin_wins_over_tuning_records_and_fills_in_defaults():
-    op = matmul_of(parse("schedule = {block_k = 32}"))
+    op = matmul_of(parse("schedule = {stages = 4}"))
     pinned = pinned_params(op)
     default = MatmulSimtParams.default_for(MatmulProblem((M, K), (K, N), (M, N), (N,)), "sm_90")
     assert pinned == MatmulSimtParams(default.block_warps, default.warp_outer, default.lanes,
-                                      default.thread_inner, 32, default.stages)
+                                      default.thread_inner, default.block_k, 4)
     recorded = MatmulSimtParams((1, 1), (1, 1), (4, 8), (4, 4), 8)
     kernel = kernel_for("mm", op, lambda template, problem, element: recorded, pinned)
     assert kernel is not None
-    assert kernel.attributes["tm.params"].data["block_k"].value.data == 32
+    assert kernel.attributes["tm.params"].data["stages"].value.data == 4
     without_pin = kernel_for("mm", op, lambda template, problem, element: recorded)
     assert without_pin is not None and without_pin.block.data == recorded.threads
 

@@ -1,12 +1,13 @@
 """``lower-to-cuda``: the default pipeline from graph-level IR to the gpu level.
 
 ``graph-outline-constants`` → ``graph-fold-empty`` → ``graph-canonicalize`` →
-``graph-fold-batchnorm`` → ``graph-partition`` →
+``graph-fold-batchnorm`` → ``graph-merge-matmuls`` → ``graph-partition`` →
 ``convert-graph-to-tm`` → ``tm-lower-mappings`` → ``convert-tm-to-gpu`` → ``arith-simplify``
 → ``cse``. ``tm-opt model.onnx -p lower-to-cuda -t
 cuda`` prints the CUDA C of a model (``--print-between-passes`` shows the IR after each
 inner pass); ``-p 'lower-to-cuda{fusion=false}'`` leaves out
-``graph-partition``, so every graph op gets a kernel of its own (the unfused baseline).
+``graph-merge-matmuls`` and ``graph-partition``, so every graph op gets a kernel of its own
+(the unfused baseline).
 ``-p 'lower-to-cuda{precision=fp16}'`` (or ``bf16``) runs ``graph-mixed-precision`` before
 ``graph-partition``: float32 matmuls that fit the tensor-core template read f16 (bf16)
 operands, weights converted at compile time; ``precision=tf32`` runs them with TF32 mma on
@@ -30,6 +31,7 @@ from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu
 from tmlir.passes.graph_canonicalize import GraphCanonicalize
 from tmlir.passes.graph_fold_batchnorm import GraphFoldBatchnorm
 from tmlir.passes.graph_fold_empty import GraphFoldEmpty
+from tmlir.passes.graph_merge_matmuls import GraphMergeMatmuls
 from tmlir.passes.graph_mixed_precision import GraphMixedPrecision
 from tmlir.passes.graph_outline_constants import GraphOutlineConstants
 from tmlir.passes.graph_partition import GraphPartition
@@ -43,7 +45,8 @@ MIXED_PRECISION_DTYPES = {"fp16": "f16", "bf16": "bf16", "tf32": "tf32"}
 
 def pipeline(fusion: bool = True, convert: ConvertGraphToTm | None = None,
              precision: Precision = "fp32") -> tuple[ModulePass, ...]:
-    """The passes of ``lower-to-cuda``; without `fusion`, no ``graph-partition``;
+    """The passes of ``lower-to-cuda``; without `fusion`, no ``graph-merge-matmuls`` (its
+    slices pay only when fused) and no ``graph-partition``;
     `convert` is the ``convert-graph-to-tm`` pass with its options (default: none);
     `precision` ``fp16``, ``bf16`` or ``tf32`` adds ``graph-mixed-precision`` before the partition."""
     mixed = MIXED_PRECISION_DTYPES.get(precision)
@@ -53,6 +56,7 @@ def pipeline(fusion: bool = True, convert: ConvertGraphToTm | None = None,
         GraphFoldEmpty(),
         GraphCanonicalize(),
         GraphFoldBatchnorm(),
+        *([GraphMergeMatmuls()] if fusion else []),
         *([GraphMixedPrecision(mixed, arch)] if mixed else []),  # type: ignore[arg-type]
         *([GraphPartition()] if fusion else []),
         convert or ConvertGraphToTm(),

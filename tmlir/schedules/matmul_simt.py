@@ -54,6 +54,7 @@ from tmlir.schedules.common import (
     name_args,
 )
 from tmlir.schedules.gemm import ElementLoad, GemmOperand, GemmOperands, MatmulProblem, ResultStore
+from tmlir.schedules.kloops import single_step_fragments
 from tmlir.schedules.simt_copies import (
     CHUNK,
     TRANSPOSED_PAD,
@@ -181,14 +182,23 @@ class MatmulSimtParams:
         registers, and at most the pipeline's copies (fewer with 16-byte ones)."""
         return (self.block_m + self.block_n) * self.block_k // self.threads
 
-    def register_estimate(self) -> int:
+    def register_estimate(self, problem: MatmulProblem | None = None) -> int:
         """Accumulators, two fragment stages, prefetch (or staging) registers and ~24 for
         addresses; the pipeline keeps ~8 more for its copies' addresses and predicates.
         With split-K the last block of a tile also holds the other ``split_k - 1`` partial
         sums (ptxas hoists their loads), as ``kloops.register_estimate`` counts them; not
-        capped (the space rejects past 255)."""
-        return (self.thread_m * self.thread_n * self.split_k + 2 * (self.thread_m + self.thread_n)
+        capped (the space rejects past 255). For `problem`, a pipelined kernel whose split
+        walks one k-tile is straight-line code, and ptxas may hoist every fragment of the
+        tile (`single_step_fragments`): the latency model's default avoids such candidates
+        past 255 (a pin or the tuner may still take them; ptxas' report shows the spills)."""
+        fragments = single_step_fragments(self.thread_m, self.thread_n, self.block_k) \
+            if problem is not None and self.stages > 1 and self.one_step(problem) else 2 * (self.thread_m + self.thread_n)
+        return (self.thread_m * self.thread_n * self.split_k + fragments
                 + self.copies_per_thread() + 24 + (8 if self.stages > 1 else 0))
+
+    def one_step(self, problem: MatmulProblem) -> bool:
+        """Whether each split walks a single k-tile (K fits one block_k per split)."""
+        return math.ceil(self.k_tiles(problem) / self.split_k) <= 1
 
     def copy_kinds(self, problem: MatmulProblem, im2col: bool = False) -> tuple[str, str]:
         """How A and B travel (``copy_a``, ``copy_b`` of the kernel's header) when neither is
@@ -431,11 +441,11 @@ def _space(arch: str | None) -> Space[MatmulSimtParams]:
                        lambda P, p: P.stages > 1 or P.shared_bytes(p) <= MAX_STATIC_SHARED_BYTES),
             Constraint(f"shared memory <= {shared // 1024} KiB (the block's opt-in maximum on {where})",
                        lambda P, p: P.shared_bytes(p) <= shared),
-            Constraint("registers <= 255 (estimate)",
-                       lambda P, p: P.register_estimate() <= MAX_REGISTERS_PER_THREAD),
             Constraint(f"split-K only with the deepest k-steps ({SPLIT_K_IN_FLIGHT} k in flight; "
                        "register path: block_k 16)", _split_deepest),
             *split_k_constraints(REFERENCE_SMS),
+            Constraint("registers <= 255 (estimate)",
+                       lambda P, p: P.register_estimate() <= MAX_REGISTERS_PER_THREAD),
         ],
     )
 

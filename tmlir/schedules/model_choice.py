@@ -21,6 +21,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from tmlir.gpu_limits import MAX_REGISTERS_PER_THREAD
 from tmlir.gpus import DEFAULT_GPU, Gpu, gpu
 from tmlir.latency import Estimate, Launch, estimate
 from tmlir.schedules.conv2d import Conv2dProblem
@@ -181,10 +182,16 @@ def default_of(template: str, problem: MatmulProblem | Conv2dProblem, element: s
     """The candidate `template` uses untuned for `problem` (operands of `element`) on
     `arch`: of its space's valid candidates, the one the latency model estimates fastest on
     `device` (`gpu_for`), unless the template's rule default is within `MARGIN` of it (then
-    the rule's). A template computing in f32 on CUDA cores is estimated as such."""
+    the rule's). A template computing in f32 on CUDA cores is estimated as such. Of the SIMT
+    engine's, those whose registers, counted for the problem
+    (`MatmulSimtParams.register_estimate`: a single k-step's hoisted fragments), pass 255 are
+    left out."""
     gemm = _gemm(problem)
     rule = rule_default(template, problem, element, arch)
     candidates = template_space(template, element, arch).candidates(gemm)
+    if template in SIMT_TEMPLATES:  # not those whose one k-step ptxas would spill
+        candidates = [c for c in candidates if c.register_estimate(gemm) <= MAX_REGISTERS_PER_THREAD] \
+            or candidates
     if not candidates:
         return rule
     on = gpu_for(arch or REFERENCE_ARCH, device)
