@@ -23,6 +23,7 @@ from tmlir.schedules.conv2d import (
     Conv2dDirectParams,
     Conv2dProblem,
     conv2d_default_params,
+    conv2d_implicit_gemm_kernel,
     conv2d_kernel,
 )
 from tmlir.schedules.matmul_simt import MATMUL_SIMT_SPACE, MatmulSimtParams, matmul_simt_space
@@ -214,3 +215,36 @@ def test_default_candidate_does_not_spill(problem, arch):
     params = conv2d_default_params(problem, arch)
     if isinstance(params, MatmulSimtParams):
         assert stats.shared_bytes == params.shared_bytes(problem.gemm)
+
+
+DENSE_1X1 = {  # 1x1, stride 1, no padding, H * W a multiple of 4: B is the input itself
+    "batch2_bias": Conv2dProblem((2, 16, 6, 6), (24, 16, 1, 1), bias=True),
+    "groups2_partial": Conv2dProblem((1, 32, 4, 5), (40, 16, 1, 1), groups=2, bias=True),
+}
+
+
+@pytest.mark.parametrize("name", DENSE_1X1)
+def test_dense_1x1_convolution_copies_b_in_16_byte_chunks(name):
+    """A 1x1 convolution's B is copied 16 bytes at a time (``cp16``, no im2col unravelling
+    per element) in the pipeline; chunks never cross an image (batch 2) or a group, and
+    partial tiles (N = 72 or 20 on any tile) stay correct: sampled candidates on emu."""
+    problem = DENSE_1X1[name]
+    assert problem.dense_b
+    candidates = SPACE.candidates(problem.gemm)
+    params = random.Random(0).sample(candidates, 10)
+    params += [next(P for P in candidates if P.stages == stages) for stages in (1, 2, 3, 4)
+               if stages not in {P.stages for P in params}]
+    errors = conv_errors(problem, params)
+    assert max(errors) < RTOL, [P for P, e in zip(params, errors) if e >= RTOL]
+    pipelined = next(P for P in params if P.stages > 1)
+    kinds = conv2d_implicit_gemm_kernel("c", problem, pipelined).attributes["tm.params"].data
+    assert (kinds["copy_a"].data, kinds["copy_b"].data) == ("cp4", "cp16")
+
+
+def test_other_convolutions_keep_the_im2col_copies():
+    """7 x 7 pixels (49 is no multiple of 4), a stride or a pad: B stays element by element."""
+    for problem in (CASES["1x1"], Conv2dProblem((1, 8, 8, 8), (8, 8, 1, 1), strides=(2, 2)),
+                    Conv2dProblem((1, 8, 8, 8), (8, 8, 1, 1), pads=(1, 1, 1, 1)), CASES["3x3_pad1"]):
+        assert not problem.dense_b
+        params = MatmulSimtParams.default_for(problem.gemm, "sm_90")
+        assert conv2d_implicit_gemm_kernel("c", problem, params).attributes["tm.params"].data["copy_b"].data == "cp4"

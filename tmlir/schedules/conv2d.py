@@ -46,6 +46,7 @@ from tmlir.mapping import repeat, spatial
 from tmlir.schedules.common import f32_memref, kernel_attributes, name_args
 from tmlir.schedules.gemm import GemmOperand, GemmOperands, MatmulProblem
 from tmlir.schedules.matmul_simt import MatmulSimtParams
+from tmlir.schedules.simt_copies import CHUNK
 from tmlir.schedules.simt_gemm import simt_gemm
 
 Pair = tuple[int, int]
@@ -158,6 +159,16 @@ class Conv2dProblem:
         m, n = self.group_out, self.batch * self.out_hw[0] * self.out_hw[1]
         k = self.group_in * self.kernel[0] * self.kernel[1]
         return MatmulProblem.plain(m, n, k, self.groups)
+
+    @property
+    def dense_b(self) -> bool:
+        """Whether the im2col matrix is the input itself: a 1x1 kernel, stride 1, no padding
+        (any dilation: one tap), so that column ``(n, oh, ow)`` of channel ``c`` is
+        ``x[n, c]``'s pixel ``oh * W + ow``, contiguous along the columns; with ``H * W`` a
+        multiple of 4, 16-byte chunks of a row of B are aligned and never cross an image, so
+        the pipeline copies B 16 bytes at a time without unravelling every element."""
+        return (self.kernel == (1, 1) and self.strides == (1, 1) and not any(self.pads)
+                and (self.out_hw[0] * self.out_hw[1]) % CHUNK == 0)
 
     @property
     def prefers_direct(self) -> bool:
@@ -316,6 +327,11 @@ def conv_gemm_operands(b: IRBuilder, problem: Conv2dProblem, block: tuple[int, i
         c, kh, kw = _named(b.unravel(k, taps, in_range=True), ["c", "kh", "kw"])
         return [b.add(co0, row, "co"), c, kh, kw], None
 
+    def dense_address(col: Index, k: Index) -> tuple[list[Index], SSAValue | None]:
+        # `dense_b`: no taps, no padding; the engine asks for a chunk's first column
+        n, oh, ow = _named(b.unravel(col, pixels, in_range=True), ["n", "oh", "ow"])
+        return [n, b.add(c0, k, "ci"), oh, ow], None
+
     def im2col_address(col: Index, k: Index) -> tuple[list[Index], SSAValue | None]:
         c, kh, kw = _named(b.unravel(k, taps, in_range=True), ["c", "kh", "kw"])
         n, oh, ow = _named(b.unravel(col, pixels, in_range=True), ["n", "oh", "ow"])
@@ -339,8 +355,9 @@ def conv_gemm_operands(b: IRBuilder, problem: Conv2dProblem, block: tuple[int, i
             guard = [d for d, g in ((0, partial_n), (1, partial_m)) if g]
             b.store(value, y, [n, co, oh, ow], guard)
 
-    return GemmOperands(GemmOperand(True, load_weight, w, weight_address),
-                        GemmOperand(False, load_im2col, x, im2col_address), store_output)
+    pixels_operand = GemmOperand(False, load_im2col, x, dense_address, chunked=True) if p.dense_b else \
+        GemmOperand(False, load_im2col, x, im2col_address)
+    return GemmOperands(GemmOperand(True, load_weight, w, weight_address), pixels_operand, store_output)
 
 
 def _select(b: IRBuilder, condition: SSAValue, x: Index, name: str) -> SSAValue:

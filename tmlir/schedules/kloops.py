@@ -134,7 +134,8 @@ def gemv_kloop(params: Params) -> KLoop:
 KLOOPS: dict[str, Callable[[Params], KLoop]] = {
     "matmul_gemv": gemv_kloop,
     "matmul_simt": simt_kloop,
-    "conv2d_implicit_gemm": lambda params: simt_kloop(params, gathered_b=True),
+    # a 1x1 convolution's dense B (conv2d.Conv2dProblem.dense_b) travels in 16-byte chunks
+    "conv2d_implicit_gemm": lambda params: simt_kloop(params, gathered_b=params.get("copy_b") != "cp16"),
     "matmul_tc": tc_kloop,
     "conv2d_tc": lambda params: tc_kloop(params, gathered_b=True),
 }

@@ -61,7 +61,7 @@ def header(template: str, problem: MatmulProblem | Conv2dProblem, params: Any, e
     if template.endswith("_tc"):
         values["dtype"] = element
     elif isinstance(params, MatmulSimtParams):  # the SIMT engine's: how its operands travel
-        copy_a, copy_b = params.copy_kinds(gemm, im2col=isinstance(problem, Conv2dProblem))
+        copy_a, copy_b = params.copy_kinds(gemm, im2col=isinstance(problem, Conv2dProblem) and not problem.dense_b)
         values.update({"copy_a": copy_a, "copy_b": copy_b})
     return values
 

@@ -18,6 +18,8 @@ addresses.
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -76,6 +78,7 @@ def _tasks(b: IRBuilder, rep: TaskMapping, spa: TaskMapping, tid: SSAValue,
                b.add(b.mul(r1, s_shape[1]), s1, names[1]))
 
 
+@functools.lru_cache(maxsize=4096)  # the spaces ask for the same few tiles thousands of times
 def pipeline_copy_mapping(kind: str, k_major: bool, outer: int, block_k: int,
                           threads: int) -> tuple[TaskMapping, TaskMapping] | None:
     """(repeat, spatial) of the pipeline's copy of an ``outer x block_k`` tile (in the

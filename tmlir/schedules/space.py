@@ -43,6 +43,8 @@ class Constraint(Generic[P]):
 
     name: str
     holds: Callable[[P, Problem], bool]
+    static: bool = False
+    """Whether it ignores the problem: `Space.candidates` then checks it once per point."""
 
 
 class Space(Generic[P]):
@@ -55,20 +57,28 @@ class Space(Generic[P]):
         self.params = tuple(params)
         self.build = build
         self.constraints = tuple(constraints)
+        self._points: tuple[P, ...] | None = None
+        self._static_valid: tuple[P, ...] | None = None
 
     def all_points(self) -> list[P]:
-        """Every combination of choices, valid or not."""
-        names = [p.name for p in self.params]
-        return [self.build(**dict(zip(names, values)))
-                for values in product(*(p.choices for p in self.params))]
+        """Every combination of choices, valid or not (built once per space)."""
+        if self._points is None:
+            names = [p.name for p in self.params]
+            self._points = tuple(self.build(**dict(zip(names, values)))
+                                 for values in product(*(p.choices for p in self.params)))
+        return list(self._points)
 
     def first_violation(self, candidate: P, problem: Problem) -> str | None:
         """The name of the first constraint `candidate` breaks for `problem`, or None."""
         return next((c.name for c in self.constraints if not c.holds(candidate, problem)), None)
 
     def candidates(self, problem: Problem) -> list[P]:
-        """The valid candidates for `problem`."""
-        return [c for c in self.all_points() if self.first_violation(c, problem) is None]
+        """The valid candidates for `problem` (the static constraints checked once per space)."""
+        if self._static_valid is None:
+            static = [c for c in self.constraints if c.static]
+            self._static_valid = tuple(p for p in self.all_points() if all(c.holds(p, None) for c in static))
+        dynamic = [c for c in self.constraints if not c.static]
+        return [p for p in self._static_valid if all(c.holds(p, problem) for c in dynamic)]
 
     def rejections(self, problem: Problem) -> Counter[str]:
         """How many points each constraint rejects first (for reports)."""
