@@ -248,3 +248,14 @@ def test_other_convolutions_keep_the_im2col_copies():
         assert not problem.dense_b
         params = MatmulSimtParams.default_for(problem.gemm, "sm_90")
         assert conv2d_implicit_gemm_kernel("c", problem, params).attributes["tm.params"].data["copy_b"].data == "cp4"
+
+
+@pytest.mark.slow
+def test_whole_space_on_a_dense_1x1_shape():
+    """Every candidate of a 1x1 convolution whose B travels in 16-byte chunks (two images,
+    two groups, partial tiles)."""
+    problem = Conv2dProblem((2, 32, 4, 5), (40, 16, 1, 1), groups=2, bias=True)
+    assert problem.dense_b
+    candidates = SPACE.candidates(problem.gemm)
+    errors = conv_errors(problem, candidates)
+    assert not [P for P, e in zip(candidates, errors) if e >= RTOL]
