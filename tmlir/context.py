@@ -26,6 +26,7 @@ from xdsl.context import Context
 
 if TYPE_CHECKING:
     import numpy as np
+    from xdsl.ir import Attribute, Operation, SSAValue
 
 WeightTable = dict[str, "np.ndarray"]
 """``graph.weight`` name -> float32 C-contiguous array."""
@@ -59,3 +60,46 @@ def fresh_weight_name(table: WeightTable, base: str, taken: Iterable[str] = ()) 
         number += 1
         name = f"{base}_{number}"
     return name
+
+
+# ---- graph weights a pass reads, derives and drops -----------------------------------------
+# (graph.weight is imported where used: this module stays importable without the dialects)
+
+def weight_array(table: WeightTable, value: SSAValue | None) -> np.ndarray | None:
+    """The data of a ``graph.weight`` value, None for anything else (or a missing entry)."""
+    from tmlir.dialects import graph
+
+    owner = value.owner if value is not None else None
+    return table.get(owner.weight_name.data) if isinstance(owner, graph.WeightOp) else None
+
+
+def derived_weight(table: WeightTable, before: Operation, old: SSAValue, suffix: str, array: np.ndarray,
+                   element: Attribute) -> SSAValue:
+    """A new ``graph.weight`` of `element`, inserted before `before`, holding `array` (stored
+    as given) in a new entry named after `old`'s weight: ``<name>.<suffix>`` (numbered if
+    taken); its value is hinted ``<old hint>_<suffix>``."""
+    from xdsl.dialects.builtin import TensorType
+    from xdsl.rewriter import InsertPoint, Rewriter
+
+    from tmlir.dialects import graph
+
+    assert isinstance(old.owner, graph.WeightOp)
+    name = fresh_weight_name(table, f"{old.owner.weight_name.data}.{suffix}")
+    table[name] = array
+    op = graph.WeightOp(name, TensorType(element, array.shape))
+    op.result.name_hint = f"{old.name_hint}_{suffix}" if old.name_hint else None
+    Rewriter.insert_op(op, InsertPoint.before(before))
+    return op.result
+
+
+def erase_unused_weights(values: Iterable[SSAValue]) -> None:
+    """Erase the ``graph.weight`` ops among `values`' owners that nothing reads any more
+    (their table entries stay)."""
+    from xdsl.rewriter import Rewriter
+
+    from tmlir.dialects import graph
+
+    for value in values:
+        owner = value.owner
+        if isinstance(owner, graph.WeightOp) and not value.uses and owner.parent is not None:
+            Rewriter.erase_op(owner)

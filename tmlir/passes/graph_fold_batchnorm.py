@@ -25,12 +25,12 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType
+from xdsl.dialects.builtin import Float32Type, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tmlir.context import WeightTable, fresh_weight_name, weight_table
+from tmlir.context import WeightTable, derived_weight, erase_unused_weights, weight_array, weight_table
 from tmlir.dialects import graph
 
 _AFFINE_BINARY = (graph.MulOp, graph.AddOp, graph.SubOp, graph.DivOp)
@@ -62,10 +62,7 @@ class _Folder:
 
     def array(self, value: SSAValue | None) -> np.ndarray | None:
         """The data of a ``graph.weight`` value, None for anything else."""
-        owner = value.owner if value is not None else None
-        if isinstance(owner, graph.WeightOp):
-            return self.table.get(owner.weight_name.data)
-        return None
+        return weight_array(self.table, value)
 
     def affine(self, value: SSAValue, user: Operation) -> tuple[np.ndarray, np.ndarray] | None:
         """(s, t) with ``user(value) = value * s + t`` per channel, if `user` is such an op
@@ -135,22 +132,14 @@ class _Folder:
         operands = [*conv.operands, *(v for op in chain for v in op.operands)]
         for op in (*reversed(chain), conv):
             Rewriter.erase_op(op)
-        for operand in operands:
-            if isinstance(operand.owner, graph.WeightOp) and not operand.uses \
-                    and operand.owner.parent is not None:
-                Rewriter.erase_op(operand.owner)
+        erase_unused_weights(operands)
 
     def new_weight(self, conv: graph.ConvOp, old: SSAValue, array: np.ndarray,
                    suffix: str) -> SSAValue:
-        """A new ``graph.weight`` before `conv` holding `array`, named after `old`'s:
+        """A new float32 ``graph.weight`` before `conv` holding `array`, named after `old`'s:
         ``<name>.<suffix>`` (numbered if taken)."""
-        assert isinstance(old.owner, graph.WeightOp)
-        name = fresh_weight_name(self.table, f"{old.owner.weight_name.data}.{suffix}")
-        self.table[name] = np.ascontiguousarray(array, dtype=np.float32)
-        op = graph.WeightOp(name, TensorType(Float32Type(), array.shape))
-        op.result.name_hint = f"{old.name_hint}_{suffix}" if old.name_hint else None
-        Rewriter.insert_op(op, InsertPoint.before(conv))
-        return op.result
+        return derived_weight(self.table, conv, old, suffix, np.ascontiguousarray(array, dtype=np.float32),
+                              Float32Type())
 
 
 def _per_channel(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:

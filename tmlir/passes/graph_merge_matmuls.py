@@ -45,11 +45,11 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.ir import Block, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tmlir.context import WeightTable, fresh_weight_name, weight_table
+from tmlir.context import WeightTable, derived_weight, erase_unused_weights, weight_array, weight_table
 from tmlir.dialects import graph
 
 #: A pinned schedule belongs to one op's problem: such an op is never merged.
@@ -71,14 +71,6 @@ class GraphMergeMatmuls(ModulePass):
                 _merge_block(block, table)
 
 
-def _weight(value: SSAValue | None, table: WeightTable) -> np.ndarray | None:
-    """The data of a ``graph.weight`` value, None for anything else."""
-    owner = value.owner if value is not None else None
-    if isinstance(owner, graph.WeightOp):
-        return table.get(owner.weight_name.data)
-    return None
-
-
 def _key(op: graph.MatmulOp, table: WeightTable) -> tuple | None:
     """What must be equal for matmuls of one left operand to merge, None for a matmul that
     cannot (its right operand or bias is not a weight of the right rank, a pinned schedule)
@@ -87,12 +79,12 @@ def _key(op: graph.MatmulOp, table: WeightTable) -> tuple | None:
         return None
     rhs, result = op.rhs.type, op.result.type
     assert isinstance(rhs, TensorType) and isinstance(result, TensorType)
-    if rhs.get_num_dims() != 2 or _weight(op.rhs, table) is None:
+    if rhs.get_num_dims() != 2 or weight_array(table, op.rhs) is None:
         return None
     if op.bias is not None:
         bias = op.bias.type
         assert isinstance(bias, TensorType)
-        if bias.get_num_dims() != 1 or _weight(op.bias, table) is None:
+        if bias.get_num_dims() != 1 or weight_array(table, op.bias) is None:
             return None
     transposed = op.transpose_rhs is not None
     k = rhs.get_shape()[1 if transposed else 0]
@@ -116,13 +108,13 @@ def _merge(members: list[graph.MatmulOp], table: WeightTable) -> None:
     first = members[0]
     transposed = first.transpose_rhs is not None
     axis = 0 if transposed else 1  # N's axis of the right operands
-    arrays = [_weight(m.rhs, table) for m in members]
+    arrays = [weight_array(table, m.rhs) for m in members]
     widths = [int(a.shape[axis]) for a in arrays]  # type: ignore[union-attr]
-    rhs = _new_weight(first, first.rhs, np.concatenate(arrays, axis=axis), table)  # type: ignore[arg-type]
+    rhs = _merged_weight(table, first, first.rhs, np.concatenate(arrays, axis=axis))  # type: ignore[arg-type]
     bias = None
     if first.bias is not None:
-        bias = _new_weight(first, first.bias, np.concatenate([_weight(m.bias, table) for m in members]),
-                           table)  # type: ignore[misc]
+        bias = _merged_weight(table, first, first.bias,
+                              np.concatenate([weight_array(table, m.bias) for m in members]))  # type: ignore[misc]
     result_type = first.result.type
     assert isinstance(result_type, TensorType)
     shape = list(result_type.get_shape())
@@ -146,22 +138,12 @@ def _merge(members: list[graph.MatmulOp], table: WeightTable) -> None:
         member.result.replace_all_uses_with(piece.result)
         Rewriter.erase_op(member)
         offset += width
-    for operand in old_operands:
-        owner = operand.owner
-        if isinstance(owner, graph.WeightOp) and not operand.uses and owner.parent is not None:
-            Rewriter.erase_op(owner)
+    erase_unused_weights(old_operands)
 
 
-def _new_weight(before: graph.MatmulOp, old: SSAValue, array: np.ndarray, table: WeightTable) -> SSAValue:
-    """A new ``graph.weight`` before `before` holding `array` (in its own dtype), named after
-    `old`'s: ``<name>.merged`` (numbered if taken)."""
-    assert isinstance(old.owner, graph.WeightOp)
-    name = fresh_weight_name(table, f"{old.owner.weight_name.data}.merged")
-    table[name] = np.ascontiguousarray(array)
+def _merged_weight(table: WeightTable, before: graph.MatmulOp, old: SSAValue, array: np.ndarray) -> SSAValue:
+    """A new ``graph.weight`` before `before` holding `array` (in its own dtype, as `old`'s
+    element type), named after `old`'s: ``<name>.merged`` (numbered if taken)."""
     old_type = old.type
     assert isinstance(old_type, TensorType)
-    element: Attribute = old_type.get_element_type()
-    op = graph.WeightOp(name, TensorType(element, array.shape))
-    op.result.name_hint = f"{old.name_hint}_merged" if old.name_hint else None
-    Rewriter.insert_op(op, InsertPoint.before(before))
-    return op.result
+    return derived_weight(table, before, old, "merged", np.ascontiguousarray(array), old_type.get_element_type())
