@@ -54,6 +54,11 @@ def _pair(value: int | str) -> tuple[int, int]:
 COPY_INSTRUCTIONS = {"ldg": 2.0, "gather": 2.0, "cp4": 3.0, "cp16": 0.75}
 
 
+def k_steps(k: int, block_k: int, split: int = 1) -> int:
+    """The k-steps one split of a GEMM walks: ``ceil(ceil(K / block_k) / split_k)``."""
+    return math.ceil(math.ceil(k / block_k) / split)
+
+
 def simt_kloop(params: Params, gathered_b: bool = False) -> KLoop:
     """The k-loop of the SIMT GEMM from its header parameters (see the module docstring);
     `gathered_b`: B is an implicit-GEMM convolution's im2col view. ``stages`` 1 (or a
@@ -68,7 +73,7 @@ def simt_kloop(params: Params, gathered_b: bool = False) -> KLoop:
               + COPY_INSTRUCTIONS[str(params.get("copy_b", "ldg"))] * b_loads)
     instructions = (tm * tn * bk + bk * (tm + tn) // 4 + math.ceil(copies) + STEP_OVERHEAD
                     + (GATHER_INSTRUCTIONS * b_loads if gathered_b else 0))
-    steps = math.ceil(math.ceil(k / bk) / split)
+    steps = k_steps(k, bk, split)
     tile_bytes = (min(bm, m) + min(bn, n)) * min(bk, k) * FLOAT_BYTES  # a k-step past K loads nothing
     return KLoop(steps, instructions, tile_bytes, depth=max(1, stages - 1),
                  tail_round_trips=SPLIT_K_ROUND_TRIPS if split > 1 else 0)
@@ -99,9 +104,9 @@ def tc_kloop(params: Params, gathered_b: bool = False) -> KLoop:
     gathers = bn * bk // threads if gathered_b else 0
     instructions = (mm * mn * slices + (mm + mn) * slices + CP_ASYNC_INSTRUCTIONS * copies
                     + (GATHER_INSTRUCTIONS + 2) * gathers + TC_STEP_OVERHEAD)
-    steps = math.ceil(math.ceil(k / bk) / int(params.get("split_k", 1)))
-    tile_bytes = (min(bm, m) + min(bn, n)) * min(bk, k) * element
     split = int(params.get("split_k", 1))
+    steps = k_steps(k, bk, split)
+    tile_bytes = (min(bm, m) + min(bn, n)) * min(bk, k) * element
     return KLoop(steps, instructions, tile_bytes, depth=max(1, int(params["stages"]) - 1),
                  tensor_flops=2 * bm * bn * bk, tensor=str(params["dtype"]),
                  tail_round_trips=SPLIT_K_ROUND_TRIPS if split > 1 else 0)
@@ -191,7 +196,7 @@ def register_estimate(template: str, params: Params) -> int | None:
             bk, stages = int(params["block_k"]), int(params.get("stages", 1))
             prefetch = (int(params["block_m"]) + int(params["block_n"])) * bk // threads
             pipeline = 8 if stages > 1 else 0  # copies' addresses and predicates
-            one_step = "K" in params and math.ceil(math.ceil(int(params["K"]) / bk) / split) <= 1
+            one_step = "K" in params and k_steps(int(params["K"]), bk, split) <= 1
             fragments = single_step_fragments(tm, tn, bk) if stages > 1 and one_step else 2 * (tm + tn)
             acc, base = tm * tn, fragments + prefetch + 24 + pipeline
     except (KeyError, ValueError):

@@ -54,7 +54,7 @@ from tmlir.schedules.common import (
     name_args,
 )
 from tmlir.schedules.gemm import ElementLoad, GemmOperand, GemmOperands, MatmulProblem, ResultStore
-from tmlir.schedules.kloops import single_step_fragments
+from tmlir.schedules.kloops import k_steps, single_step_fragments
 from tmlir.schedules.simt_copies import (
     CHUNK,
     TRANSPOSED_PAD,
@@ -198,7 +198,7 @@ class MatmulSimtParams:
 
     def one_step(self, problem: MatmulProblem) -> bool:
         """Whether each split walks a single k-tile (K fits one block_k per split)."""
-        return math.ceil(self.k_tiles(problem) / self.split_k) <= 1
+        return k_steps(problem.k, self.block_k, self.split_k) <= 1
 
     def copy_kinds(self, problem: MatmulProblem, im2col: bool = False) -> tuple[str, str]:
         """How A and B travel (``copy_a``, ``copy_b`` of the kernel's header) when neither is

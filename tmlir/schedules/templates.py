@@ -64,7 +64,7 @@ from tmlir.schedules.matmul_gemv import MatmulGemvParams, matmul_gemv_kernel
 from tmlir.schedules.matmul_gemv import takes as small_m_takes
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
 from tmlir.schedules.matmul_tc import check_problem, matmul_tc_kernel
-from tmlir.schedules.model_choice import default_of
+from tmlir.schedules.model_choice import REFERENCE_ARCH, default_of
 from tmlir.schedules.registry import NoTemplate, kernel_builder
 from tmlir.schedules.tc_gemm import MatmulTcParams
 
@@ -108,8 +108,9 @@ TunedParams = Callable[[str, TunableProblem, str], TemplateParams | None]
 #: The oldest compute capability with the tensor-core instructions the templates use
 #: (``mma.sync`` m16n8k16, ``ldmatrix``, ``cp.async``).
 TENSOR_CORE_ARCH = 80
-#: The architecture assumed where none is given (``convert-graph-to-tm``'s default).
-DEFAULT_ARCH = "sm_90"
+#: The architecture assumed where none is given (``convert-graph-to-tm``'s default; the
+#: latency model's defaults assume the same).
+DEFAULT_ARCH = REFERENCE_ARCH
 #: The unit attribute that lets an f32 ``graph.matmul`` run on tensor cores with TF32 mma
 #: (``graph-mixed-precision{dtype=tf32}`` sets it): without it an f32 matmul is SIMT.
 TF32_ATTR = "tf32"
