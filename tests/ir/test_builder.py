@@ -63,3 +63,20 @@ def test_insert_at_an_explicit_point_like_builder():
     last = b.value(2).owner
     b.insert(arith.ConstantOp.from_int_and_width(1, IndexType()), InsertPoint.before(last))
     assert [op.value.value.data for op in block.ops] == [1, 2]
+
+
+def test_bit_operations_fold_what_is_known():
+    """shr, and_ and xor (a swizzle's arithmetic): constants fold, units vanish, and the
+    rest become index ops of the two operands."""
+    block = Block(arg_types=[IndexType()])
+    b = IRBuilder.at_end(block)
+    x = block.args[0]
+    assert (b.shr(200, 3), b.and_(200, 56), b.xor(200, 25)) == (25, 8, 209)
+    assert b.shr(x, 0) is x and b.and_(x, 0) == 0 and b.xor(x, 0) is x and b.xor(0, x) is x
+    assert not list(block.ops)
+    swizzled = b.xor(x, b.and_(b.shr(x, 3), 56))
+    ops = list(block.ops)
+    assert [type(op) for op in ops] == [arith.ConstantOp, arith.ShRUIOp, arith.ConstantOp, arith.AndIOp,
+                                        arith.XOrIOp]
+    assert [ops[0].value.value.data, ops[2].value.value.data] == [3, 56]
+    assert swizzled is ops[-1].results[0] and ops[-1].operands[0] is x

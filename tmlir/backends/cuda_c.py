@@ -437,6 +437,8 @@ class _KernelPrinter:
         self.values[iv] = name
         if "tm.unroll" in op.attributes:
             self.emit("#pragma unroll")
+        elif "tm.no_unroll" in op.attributes:
+            self.emit("#pragma unroll 1")
         step = self.expr(op.step)
         inc = f"++{name}" if step == "1" else f"{name} += {_strip(step)}"
         self.emit(f"for ({self.index} {name} = {_strip(self.expr(op.lb))}; {name} < "

@@ -1,9 +1,9 @@
 """A small IR builder for schedule templates and lowerings.
 
 Index arithmetic takes ``Index = SSAValue | int`` and folds what is known: Python ints stay
-ints until an op needs an SSA value, and ``x * 1``, ``x + 0``, ``x / 1``, ``x % 1`` never
-become ops. So the IR that templates and ``tm-lower-mappings`` emit is the arithmetic a
-person would write, not a pile of multiplications by one.
+ints until an op needs an SSA value, and ``x * 1``, ``x + 0``, ``x / 1``, ``x % 1``,
+``x >> 0``, ``x ^ 0`` never become ops. So the IR that templates and ``tm-lower-mappings``
+emit is the arithmetic a person would write, not a pile of multiplications by one.
 
 Elements of narrow float buffers (``f16``, ``bf16``, float8: ``dtypes.is_narrow_float``)
 are computed in ``f32``: `load` widens what it reads (``arith.extf``) and `store` rounds an
@@ -137,6 +137,28 @@ class IRBuilder(Builder):
             return a % b
         return 0 if b == 1 else self._binary(arith.RemUIOp, a, b, name)
 
+    def shr(self, a: Index, bits: int, name: str | None = None) -> Index:
+        """``a >> bits`` (logical shift) of a non-negative index by a constant."""
+        if isinstance(a, int):
+            return a >> bits
+        return a if bits == 0 else self._binary(arith.ShRUIOp, a, bits, name)
+
+    def and_(self, a: Index, mask: int, name: str | None = None) -> Index:
+        """``a & mask``: the bits of a non-negative index that a constant `mask` keeps."""
+        if isinstance(a, int):
+            return a & mask
+        return 0 if mask == 0 else self._binary(arith.AndIOp, a, mask, name)
+
+    def xor(self, a: Index, b: Index, name: str | None = None) -> Index:
+        """``a ^ b`` of non-negative indices."""
+        if isinstance(a, int) and isinstance(b, int):
+            return a ^ b
+        if b == 0:
+            return a
+        if a == 0:
+            return b
+        return self._binary(arith.XOrIOp, a, b, name)
+
     def unravel(self, linear: Index, shape: Sequence[int], *, in_range: bool = False) -> list[Index]:
         """Row-major coordinates of `linear` in `shape`.
 
@@ -267,12 +289,18 @@ class IRBuilder(Builder):
     # ---- structure ----------------------------------------------------------------------
     @contextmanager
     def loop(self, lower: Index, upper: Index, step: int = 1, *, unroll: bool = False,
-             name: str | None = None) -> Iterator[SSAValue]:
-        """``scf.for`` whose body the `with` block fills; yields the induction variable."""
+             rolled: bool = False, name: str | None = None) -> Iterator[SSAValue]:
+        """``scf.for`` whose body the `with` block fills; yields the induction variable.
+        `unroll`: unrolled completely (``tm.unroll``, ``#pragma unroll``); `rolled`: never
+        unrolled (``tm.no_unroll``, ``#pragma unroll 1``: one iteration's loads in flight,
+        where unrolling would hoist all of them into registers); else nvcc's choice."""
+        assert not (unroll and rolled), "a loop is unrolled or rolled, not both"
         body = Block(arg_types=[IndexType()])
         op = scf.ForOp(self.value(lower), self.value(upper), self.value(step), [], body)
         if unroll:
             op.attributes["tm.unroll"] = UnitAttr()
+        if rolled:
+            op.attributes["tm.no_unroll"] = UnitAttr()
         self.insert(op)
         if name:
             body.args[0].name_hint = name

@@ -11,8 +11,9 @@ them) are not needed. It does what ``canonicalize`` did here, with C's semantics
 * integer ops whose operands are all constants (``0 % 2`` → ``0``, ``1 < 1`` →
   ``false``), keeping results that fit the 32-bit ``int`` the C code computes in; float
   ``+ - *`` of two constants;
-* units and zeros (``x + 0``, ``x * 1``, ``x * 0``, ``x / 1``, ``x % 1``), a constant
-  operand of a commutative op moved to the right, ``x == x``;
+* units and zeros (``x + 0``, ``x * 1``, ``x * 0``, ``x / 1``, ``x % 1``, ``x ^ 0``,
+  ``x >> 0``, ``x & 0``), a constant operand of a commutative op moved to the right,
+  ``x == x``;
 * folds with value ranges: ``x % c`` → ``x`` and ``x / c`` → ``0`` when ``x < c``, and
   ``x < c`` → ``true`` (``x >= c`` → ``false``) when that holds for every value of
   ``x`` -- ranges (tmlir.ir.ranges) come from constants, ``tmgpu.thread_id x``
@@ -71,6 +72,11 @@ def _signed(f: Callable[[int, int], int]) -> Callable[[int, int], int | None]:
     return lambda a, b: f(a, b) if b != 0 else None
 
 
+def _shift(f: Callable[[int, int], int]) -> Callable[[int, int], int | None]:
+    """A shift of a non-negative value by less than 32 bits (C leaves wider ones undefined)."""
+    return lambda a, b: f(a, b) if a >= 0 and 0 <= b < 32 else None
+
+
 BINARY: dict[type[Operation], Callable[[int, int], int | None]] = {
     arith.AddiOp: operator.add,
     arith.SubiOp: operator.sub,
@@ -86,6 +92,8 @@ BINARY: dict[type[Operation], Callable[[int, int], int | None]] = {
     arith.AndIOp: operator.and_,
     arith.OrIOp: operator.or_,
     arith.XOrIOp: operator.xor,
+    arith.ShLIOp: _shift(operator.lshift),
+    arith.ShRUIOp: _shift(operator.rshift),
 }
 """Integer ops folded when both operands are constants, with their C semantics."""
 
@@ -162,7 +170,7 @@ COMMUTATIVE = (arith.AddiOp, arith.MuliOp, arith.AndIOp, arith.OrIOp, arith.XOrI
 
 RIGHT_UNIT: dict[type[Operation], int] = {
     arith.AddiOp: 0, arith.SubiOp: 0, arith.MuliOp: 1, arith.DivUIOp: 1, arith.DivSIOp: 1,
-    arith.OrIOp: 0, arith.XOrIOp: 0,
+    arith.OrIOp: 0, arith.XOrIOp: 0, arith.ShLIOp: 0, arith.ShRUIOp: 0, arith.ShRSIOp: 0,
 }
 """``x op c`` is ``x`` for these constants ``c``."""
 
@@ -314,7 +322,7 @@ def _fold_one_constant(op: Operation, rhs: int | None) -> SSAValue | int | None:
         return None
     if RIGHT_UNIT.get(type(op)) == rhs:
         return lhs
-    if isinstance(op, arith.MuliOp) and rhs == 0:
+    if isinstance(op, arith.MuliOp | arith.AndIOp) and rhs == 0:
         return 0
     if isinstance(op, arith.AndIOp | arith.OrIOp) and op.results[0].type == IntegerType(1):
         absorbing = 0 if isinstance(op, arith.AndIOp) else 1

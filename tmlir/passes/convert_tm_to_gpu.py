@@ -11,8 +11,8 @@ host ``tm.launch`` becomes ``tmgpu.launch`` with the kernel's grid and block siz
 host ``tm.view`` (a buffer seen with another shape) becomes
 ``tmgpu.view``. A shared or register buffer with a data layout becomes 1-D storage of
 ``layout.size`` elements, and each access to it indexes ``layout.offset(indices)``,
-computed with ``arith`` ops (guards still check the logical indices against the logical
-shape).
+computed with ``arith`` ops, a swizzle's XOR with ``shrui``/``andi``/``xori`` (guards
+still check the logical indices against the logical shape).
 
 Sizes past 32 bits: a kernel whose index values may pass 2^31 - 1 (a buffer of more
 elements, more threads, or index arithmetic that reaches further: see
@@ -75,7 +75,8 @@ def linear_offset(b: IRBuilder, layout: DataLayout, indices: Sequence[Index]) ->
     Atom ``k`` sees coordinates ``(i / inner_k) % shape_k`` (no ``%`` for the outermost
     atom; 0 where its extent is 1), where ``inner_k`` is the product of the shapes of the
     atoms inside it, and contributes ``sum(coord * stride) * size(atoms inside it)``. A
-    single ``row_major`` atom is ``i * cols + j``. The indices must be in range (a
+    single ``row_major`` atom is ``i * cols + j``. A swizzle then XORs bits of that offset
+    into lower ones: ``o ^ ((o >> shift) & mask)``. The indices must be in range (a
     guarded access checks them before).
     """
     offset: Index = 0
@@ -87,7 +88,12 @@ def linear_offset(b: IRBuilder, layout: DataLayout, indices: Sequence[Index]) ->
             if d > 1:
                 coord = b.div(i, n) if k == 0 else b.rem(b.div(i, n), d)
                 offset = b.add(offset, b.mul(coord, stride * scale))
-    return offset
+    swizzle = layout.swizzle
+    if swizzle is None:
+        return offset
+    if isinstance(offset, SSAValue) and offset.name_hint is None and all(offset is not i for i in indices):
+        offset.name_hint = "unswizzled"  # read twice: the C code names it
+    return b.xor(offset, b.and_(b.shr(offset, swizzle.shift), swizzle.mask))
 
 
 def _storage_indices(b: IRBuilder, layouts: Layouts, buffer: SSAValue,
@@ -266,9 +272,27 @@ class ConvertOneToOne(RewritePattern):
         rewriter.replace(op, new)
 
 
+LDMATRIX_ROW_BYTES = 16
+"""The contiguous bytes of one ``ldmatrix`` row (one lane's address)."""
+
+
+def _check_swizzle_keeps(op: Operation, layout: DataLayout | None, buffer: SSAValue, nbytes: int) -> None:
+    """`op` moves `nbytes` contiguous bytes at one offset of `buffer`: a swizzle of its layout
+    must not split them (it moves whole aligned pieces of ``2 ** base`` elements)."""
+    if layout is None or layout.swizzle is None:
+        return
+    element_bytes = buffer.type.element_type.bitwidth // 8
+    piece = (1 << layout.swizzle.base) * element_bytes
+    if piece < nbytes:
+        raise OpError(op, f"convert-tm-to-gpu: '{op.name}' moves {nbytes} contiguous bytes, but the "
+                          f"layout '{layout}' keeps only {piece}-byte pieces together (the swizzle's "
+                          f"base must be at least {(nbytes // element_bytes).bit_length() - 1})")
+
+
 class ConvertTensorCore(RewritePattern):
     """``tm.mma``/``ldmatrix``/``cp_async``/``cp_async_commit``/``cp_async_wait`` → their
-    tmgpu twins; an access to a laid-out shared buffer indexes its storage offset. A
+    tmgpu twins; an access to a laid-out shared buffer indexes its storage offset (a
+    swizzle must keep the bytes an ``ldmatrix`` row or a ``cp.async`` moves together). A
     fragment must be a plain register buffer (no data layout): its C array is passed whole."""
 
     def __init__(self, layouts: Layouts) -> None:
@@ -277,7 +301,8 @@ class ConvertTensorCore(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         b, layouts = IRBuilder.from_rewriter(rewriter), self.layouts
 
-        def storage(buffer: SSAValue, indices: Sequence[SSAValue]) -> list[SSAValue]:
+        def storage(buffer: SSAValue, indices: Sequence[SSAValue], nbytes: int) -> list[SSAValue]:
+            _check_swizzle_keeps(op, layouts.get(buffer), buffer, nbytes)
             return _storage_indices(b, layouts, buffer, indices)
 
         new: Operation
@@ -291,9 +316,10 @@ class ConvertTensorCore(RewritePattern):
                                       op.d_indices, op.a_indices, op.b_indices, op.c_indices)
                 else:
                     new = tmgpu.LdmatrixOp(op.num.data, op.trans is not None, op.frag, op.smem,
-                                           storage(op.smem, op.smem_indices), op.frag_indices)
+                                           storage(op.smem, op.smem_indices, LDMATRIX_ROW_BYTES),
+                                           op.frag_indices)
             case tm.CpAsyncOp():
-                new = tmgpu.CpAsyncOp(op.bytes.data, op.dst, storage(op.dst, op.dst_indices),
+                new = tmgpu.CpAsyncOp(op.bytes.data, op.dst, storage(op.dst, op.dst_indices, op.bytes.data),
                                       op.src, op.src_indices, op.inside)
             case tm.CpAsyncCommitOp():
                 new = tmgpu.CpAsyncCommitOp()

@@ -107,6 +107,42 @@ tmgpu.kernel @logic(%out: memref<4xf32>) block(32) {
 
 // -----
 
+// Bit operations on index (a swizzled layout's `o ^ ((o >> shift) & mask)`): of constants
+// they fold (a shift by 32 or more is undefined in C: kept); `x ^ 0`, `x >> 0`, `x << 0`
+// are `x`, `x & 0` is 0.
+// CHECK-LABEL: tmgpu.kernel @bits
+// CHECK:         %tid = tmgpu.thread_id x
+// CHECK-NEXT:    %[[C1:[0-9]+]] = arith.constant 1 : index
+// CHECK-NEXT:    %[[C32:[0-9]+]] = arith.constant 32 : index
+// CHECK-NEXT:    %[[FOLDED:[0-9]+]] = arith.constant 52 : index
+// CHECK-NEXT:    %wide = arith.shli %[[C1]], %[[C32]] : index
+// CHECK-NEXT:    %[[ZERO:[0-9]+]] = arith.constant 0 : index
+// CHECK-NEXT:    "test.use"(%[[FOLDED]], %wide, %tid, %tid, %tid, %[[ZERO]]) : (index, index, index, index, index, index) -> ()
+tmgpu.kernel @bits(%out: memref<4xf32>) block(32) {
+  %tid = tmgpu.thread_id x
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c6 = arith.constant 6 : index
+  %c32 = arith.constant 32 : index
+  %c40 = arith.constant 40 : index
+  %shifted = arith.shrui %c40, %c3 : index
+  %masked = arith.andi %shifted, %c6 : index
+  %one = arith.shli %c1, %c0 : index
+  %eight = arith.shli %one, %c3 : index
+  // 40 ^ ((40 >> 3) & 6) = 44, plus (1 << 0) << 3 = 52
+  %swizzled = arith.xori %c40, %masked : index
+  %plus = arith.addi %swizzled, %eight : index
+  %wide = arith.shli %c1, %c32 : index
+  %x0 = arith.xori %tid, %c0 : index
+  %r0 = arith.shrui %tid, %c0 : index
+  %l0 = arith.shli %tid, %c0 : index
+  %a0 = arith.andi %tid, %c0 : index
+  "test.use"(%plus, %wide, %x0, %r0, %l0, %a0) : (index, index, index, index, index, index) -> ()
+}
+
+// -----
+
 // Identical remainders merge when the first dominates (also with equal constants that are
 // different SSA values), not across sibling regions; unused ones go.
 // CHECK-LABEL: tmgpu.kernel @remainders

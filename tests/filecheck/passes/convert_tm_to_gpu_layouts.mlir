@@ -2,7 +2,8 @@
 //
 // convert-tm-to-gpu with data layouts: a laid-out shared or register buffer becomes 1-D
 // storage of layout.size elements, and each access indexes layout.offset(indices) in
-// folded index arithmetic. Guards check the logical indices against the logical shape.
+// folded index arithmetic (a swizzle's XOR last). Guards check the logical indices against
+// the logical shape.
 
 // A row_major layout is the arithmetic a person writes: i * cols + j.
 // CHECK-LABEL: tmgpu.kernel @row_major
@@ -136,4 +137,46 @@ tm.kernel @unit_dims_and_plain() grid(8) block(1) {
   %v = arith.constant 1.0 : f32
   tm.store %v, %s[%i, %j] : memref<1x8xf32>
   tm.store %v, %p[%i, %j] : memref<4x8xf32>
+}
+
+// -----
+
+// A swizzle XORs bits of the offset into lower ones after the atoms' arithmetic:
+// swizzle(3, 3, 3) is o ^ ((o >> 3) & 56), moving each 8-element (16-byte) chunk of a row
+// to chunk column (j / 8) ^ (i % 8). The storage keeps the layout's size.
+// CHECK-LABEL: tmgpu.kernel @swizzled
+// CHECK:         %s = tmgpu.shared_alloc : memref<512xf16>
+// CHECK-NEXT:    %v = arith.constant 1.000000e+00 : f16
+// CHECK-NEXT:    %[[COLS:[0-9]+]] = arith.constant 64 : index
+// CHECK-NEXT:    %[[ROW:[0-9]+]] = arith.muli %i, %[[COLS]] : index
+// CHECK-NEXT:    %unswizzled = arith.addi %[[ROW]], %j : index
+// CHECK-NEXT:    %[[SHIFT:[0-9]+]] = arith.constant 3 : index
+// CHECK-NEXT:    %[[HIGH:[0-9]+]] = arith.shrui %unswizzled, %[[SHIFT]] : index
+// CHECK-NEXT:    %[[MASK:[0-9]+]] = arith.constant 56 : index
+// CHECK-NEXT:    %[[BITS:[0-9]+]] = arith.andi %[[HIGH]], %[[MASK]] : index
+// CHECK-NEXT:    %[[OFF:[0-9]+]] = arith.xori %unswizzled, %[[BITS]] : index
+// CHECK-NEXT:    memref.store %v, %s[%[[OFF]]] : memref<512xf16>
+// CHECK-NEXT:  }
+tm.kernel @swizzled() grid(64) block(8) {
+  %i = tm.thread_id
+  %j = tm.block_id
+  %s = tm.alloc shared layout(row_major(8, 64) ^ swizzle(3, 3, 3)) : memref<8x64xf16>
+  %v = arith.constant 1.0 : f16
+  tm.store %v, %s[%i, %j] : memref<8x64xf16>
+}
+
+// -----
+
+// A 1-D swizzled layout whose offset is the index itself: the index keeps its name.
+// CHECK-LABEL: tmgpu.kernel @swizzled_1d
+// CHECK:         %[[SHIFT:[0-9]+]] = arith.constant 2 : index
+// CHECK-NEXT:    %[[HIGH:[0-9]+]] = arith.shrui %i, %[[SHIFT]] : index
+// CHECK-NEXT:    %[[MASK:[0-9]+]] = arith.constant 1 : index
+// CHECK-NEXT:    %[[BITS:[0-9]+]] = arith.andi %[[HIGH]], %[[MASK]] : index
+// CHECK-NEXT:    %[[OFF:[0-9]+]] = arith.xori %i, %[[BITS]] : index
+// CHECK-NEXT:    %v = memref.load %r[%[[OFF]]] : memref<8xf32>
+tm.kernel @swizzled_1d() grid(1) block(8) {
+  %i = tm.thread_id
+  %r = tm.alloc register layout(row_major(8) ^ swizzle(1, 0, 2)) : memref<8xf32>
+  %v = tm.load %r[%i] : memref<8xf32>
 }

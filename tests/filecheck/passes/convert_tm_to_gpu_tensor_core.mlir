@@ -57,3 +57,46 @@ tm.kernel @zfill(%x: memref<6x16xf16>) grid(1) block(8) {
   tm.cp_async_commit
   tm.cp_async_wait pending(0)
 }
+
+// -----
+
+// A swizzled tile (no padding): each 16-byte chunk moves whole, so cp.async and ldmatrix
+// address its first element's swizzled offset.
+// CHECK-LABEL: tmgpu.kernel @swizzled_tile
+// CHECK:         %sb = tmgpu.shared_alloc : memref<512xf16>
+// CHECK:         [[OFF:%.*]] = arith.xori %unswizzled, {{%.*}} : index
+// CHECK-NEXT:    tmgpu.cp_async bytes(16) %sb[[[OFF]]], %x[%t, %col] : memref<512xf16>, memref<8x64xf16>
+// CHECK:         [[OFF2:%.*]] = arith.xori %unswizzled_1, {{%.*}} : index
+// CHECK-NEXT:    tmgpu.ldmatrix x1 %fb, %sb[[[OFF2]]] : memref<1xi32>, memref<512xf16>
+tm.kernel @swizzled_tile(%x: memref<8x64xf16>) grid(1) block(8) {
+  %t = tm.thread_id
+  %col = arith.constant 16 : index
+  %sb = tm.alloc shared layout(row_major(8, 64) ^ swizzle(3, 3, 3)) : memref<8x64xf16>
+  %fb = tm.alloc register : memref<1xi32>
+  tm.cp_async bytes(16) %sb[%t, %col], %x[%t, %col] : memref<8x64xf16>, memref<8x64xf16>
+  tm.cp_async_commit
+  tm.cp_async_wait pending(0)
+  tm.ldmatrix x1 %fb, %sb[%t, %col] : memref<1xi32>, memref<8x64xf16>
+}
+
+// -----
+
+// A swizzle that moves 8-byte pieces would split a 16-byte chunk.
+tm.kernel @swizzle_splits_chunks(%x: memref<8x64xf16>) grid(1) block(8) {
+  %t = tm.thread_id
+  %c0 = arith.constant 0 : index
+  %sb = tm.alloc shared layout(row_major(8, 64) ^ swizzle(3, 2, 4)) : memref<8x64xf16>
+  // expected-error@+1 {{convert-tm-to-gpu: 'tm.cp_async' moves 16 contiguous bytes, but the layout 'row_major(8, 64) ^ swizzle(3, 2, 4)' keeps only 8-byte pieces together (the swizzle's base must be at least 3)}}
+  tm.cp_async bytes(16) %sb[%t, %c0], %x[%t, %c0] : memref<8x64xf16>, memref<8x64xf16>
+}
+
+// -----
+
+tm.kernel @swizzle_splits_ldmatrix_rows() grid(1) block(32) {
+  %t = tm.thread_id
+  %c0 = arith.constant 0 : index
+  %sb = tm.alloc shared layout(row_major(32, 64) ^ swizzle(2, 1, 4)) : memref<32x64xf16>
+  %fb = tm.alloc register : memref<1xi32>
+  // expected-error@+1 {{convert-tm-to-gpu: 'tm.ldmatrix' moves 16 contiguous bytes, but the layout 'row_major(32, 64) ^ swizzle(2, 1, 4)' keeps only 4-byte pieces together (the swizzle's base must be at least 3)}}
+  tm.ldmatrix x1 %fb, %sb[%t, %c0] : memref<1xi32>, memref<32x64xf16>
+}

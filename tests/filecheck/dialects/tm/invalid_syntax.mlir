@@ -176,6 +176,48 @@ tm.kernel @layout_pad_not_last() grid(1) block(32) {
 
 // -----
 
+tm.kernel @swizzle_overlapping_bits() grid(1) block(32) {
+  // CHECK: swizzle(3, 3, 2): shift must be >= bits, so that the bits read [5, 8) do not overlap the bits changed [3, 6)
+  %a = tm.alloc shared layout(row_major(8, 64) ^ swizzle(3, 3, 2)) : memref<8x64xf16>
+}
+
+// -----
+
+// CHECK: row_major(4, 4) ^ swizzle(1, 4, 1): the size 16 must be a multiple of 2 ** (base + bits) = 32, so that every swizzled offset stays in the storage
+func.func @swizzle_outside_storage() attributes {l = #tm.layout<row_major(4, 4) ^ swizzle(1, 4, 1)>} {
+  func.return
+}
+
+// -----
+
+tm.kernel @swizzle_no_bits() grid(1) block(32) {
+  // CHECK: swizzle(0, 3, 3): bits must be >= 1
+  %a = tm.alloc shared layout(row_major(8, 64) ^ swizzle(0, 3, 3)) : memref<8x64xf16>
+}
+
+// -----
+
+tm.kernel @swizzle_two_arguments() grid(1) block(32) {
+  // CHECK: swizzle(...) takes 3 integers (bits, base, shift), got (3, 3)
+  %a = tm.alloc shared layout(row_major(8, 64) ^ swizzle(3, 3)) : memref<8x64xf16>
+}
+
+// -----
+
+tm.kernel @swizzle_misspelt() grid(1) block(32) {
+  // CHECK: Expected 'swizzle' after '^' in a data layout
+  %a = tm.alloc shared layout(row_major(8, 64) ^ swizle(3, 3, 3)) : memref<8x64xf16>
+}
+
+// -----
+
+tm.kernel @swizzle_inside_composition() grid(1) block(32) {
+  // CHECK: a swizzle applies to the whole layout: write '^ swizzle(...)' after the last atom
+  %a = tm.alloc shared layout(row_major(1, 8) ^ swizzle(2, 0, 2) * row_major(8, 8)) : memref<8x64xf16>
+}
+
+// -----
+
 tm.kernel @shuffle_unknown_mode(%x: memref<32xf32>) grid(1) block(32) {
   %t = tm.thread_id
   %v = tm.load %x[%t] : memref<32xf32>
