@@ -29,7 +29,8 @@ def test_simt_matmul_k_loop_from_its_header() -> None:
 
 def test_simt_split_register_estimate_matches_the_template() -> None:
     """The latency model's estimate (capped at 255) is the template's, which the space caps:
-    the other splits' partial sums count in the pipeline as on the register path."""
+    split-K adds one split's partial sums in flight (the last block sums the splits one at
+    a time into its accumulators), in the pipeline as on the register path."""
     problem = MatmulProblem.plain(128, 768, 3072)
     for params in (MatmulSimtParams((2, 4), (1, 1), (4, 8), (4, 4), 64, 2, 4),
                    MatmulSimtParams((2, 2), (1, 2), (8, 4), (4, 4), 32, 3, 4),
@@ -38,8 +39,7 @@ def test_simt_split_register_estimate_matches_the_template() -> None:
         assert header["split_k"] == params.split_k
         assert register_estimate("matmul_simt", header) == params.register_estimate()
         one = dataclasses.replace(params, split_k=1)
-        assert params.register_estimate() - one.register_estimate() == (params.split_k - 1) * params.thread_m \
-            * params.thread_n
+        assert params.register_estimate() - one.register_estimate() == params.thread_m * params.thread_n
 
 
 def test_gemv_loads_only_the_rows_it_has() -> None:
@@ -85,14 +85,15 @@ def test_tensor_core_k_loop_keeps_stages_minus_one_steps_in_flight() -> None:
     assert register_estimate("matmul_tc", header) == params.register_estimate()
 
 
-def test_split_k_register_estimate_counts_the_other_partials() -> None:
+def test_split_k_register_estimate_counts_one_split_in_flight() -> None:
     header = {"M": 128, "N": 768, "K": 3072, "block_m": 64, "block_n": 64, "block_k": 32, "threads": 128,
               "warps": "2x2", "stages": 3, "dtype": "f16"}
     one = register_estimate("matmul_tc", header)
     four = register_estimate("matmul_tc", {**header, "split_k": 4})
     assert one is not None and four is not None
-    assert four - one == 3 * 4 * 2 * 4  # three more 64x64 / 4 warps partial tiles per thread
-    assert register_estimate("matmul_tc", {**header, "split_k": 8, "block_n": 128}) == 255
+    assert four - one == 4 * 2 * 4  # one split's partials (a 64x64 / 4 warps tile) in flight
+    assert register_estimate("matmul_tc", {**header, "split_k": 8}) == four  # whatever the splits
+    assert register_estimate("matmul_tc", {**header, "warps": "1x1", "block_n": 256}) == 255  # capped
 
 
 def test_small_m_k_loop_and_registers_from_its_header() -> None:

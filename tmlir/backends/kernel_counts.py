@@ -232,7 +232,10 @@ def serial_loads(block: Block, kernel: str) -> int:
                 direct = direct or (inner > 0 and "tm.unroll" in op.attributes)
             else:
                 trips = trip_count(op, kernel)
-                rounds += inner * (1 if trips <= NVCC_FULL_UNROLL else math.ceil(trips / NVCC_UNROLL))
+                if "tm.no_unroll" in op.attributes:  # #pragma unroll 1: one trip's loads at a time
+                    rounds += inner * trips
+                else:
+                    rounds += inner * (1 if trips <= NVCC_FULL_UNROLL else math.ceil(trips / NVCC_UNROLL))
         elif isinstance(op, scf.IfOp):
             rounds += max((serial_loads(b, kernel) for r in (op.true_region, op.false_region)
                            for b in r.blocks), default=0)

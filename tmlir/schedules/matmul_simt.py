@@ -184,16 +184,16 @@ class MatmulSimtParams:
 
     def register_estimate(self, problem: MatmulProblem | None = None) -> int:
         """Accumulators, two fragment stages, prefetch (or staging) registers and ~24 for
-        addresses; the pipeline keeps ~8 more for its copies' addresses and predicates.
-        With split-K the last block of a tile also holds the other ``split_k - 1`` partial
-        sums (ptxas hoists their loads), as ``kloops.register_estimate`` counts them; not
-        capped (the space rejects past 255). For `problem`, a pipelined kernel whose split
+        addresses; the pipeline keeps ~8 more for its copies' addresses and predicates
+        (as ``kloops.register_estimate``; split-K's last block adds the partial sums into
+        the accumulators one split at a time, whose loads ptxas issues together: as many
+        registers again as the accumulators). Not capped (the space rejects past 255). For `problem`, a pipelined kernel whose split
         walks one k-tile is straight-line code, and ptxas may hoist every fragment of the
         tile (`single_step_fragments`): the latency model's default avoids such candidates
         past 255 (a pin or the tuner may still take them; ptxas' report shows the spills)."""
         fragments = single_step_fragments(self.thread_m, self.thread_n, self.block_k) \
             if problem is not None and self.stages > 1 and self.one_step(problem) else 2 * (self.thread_m + self.thread_n)
-        return (self.thread_m * self.thread_n * self.split_k + fragments
+        return (self.thread_m * self.thread_n * (2 if self.split_k > 1 else 1) + fragments
                 + self.copies_per_thread() + 24 + (8 if self.stages > 1 else 0))
 
     def one_step(self, problem: MatmulProblem) -> bool:

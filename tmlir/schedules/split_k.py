@@ -14,11 +14,13 @@ by at most one tile). Then, in `SplitK.last_block`:
 2. thread 0 counts the block in, ``old = tm.atomic_add counters[t], 1`` (an integer
    atomic), fences (the acquire side) and publishes ``old`` in shared memory; a barrier;
 3. the block that saw ``old == S - 1`` is the last: every other block is done with the
-   tile. It adds the S partials **in split order** 0, 1, ..., S-1 (its own from its
-   registers, the others with ``tm.load_cg``, which reads L2, never a stale L1 line),
-   resets ``counters[t]`` to 0 for the next launch, and runs the epilogue (alpha, bias, a
-   fused epilogue: whatever the engine's ``store_c`` does) on the sums. The other blocks
-   end.
+   tile. It adds the S partials **in split order** 0, 1, ..., S-1, all read back from the
+   workspace with ``tm.load_cg`` (which reads L2, never a stale L1 line; its own partial
+   too, so the sums need no registers besides the accumulators), one split per iteration of
+   a loop: ptxas hoisted the loads of every split of an unrolled sum and spilled threads
+   of 128 accumulators; resets ``counters[t]`` to 0 for the next launch, and runs the
+   epilogue (alpha, bias, a fused epilogue: whatever the engine's ``store_c`` does) on the
+   sums. The other blocks end.
 
 The sum is ``((p0 + p1) + p2) + ...`` whichever block arrives last, so a result is bit for
 bit the same from run to run; no float is ever added atomically. It is a different
@@ -31,10 +33,9 @@ its arena for that launch, and ``counters``, ``memref<tiles x i32>``, a zeroed b
 every launch leaves zero. `add_scratch` appends them to a kernel.
 
 **Cost.** The workspace moves ``S x tiles x block_m x block_n x 4`` bytes each way per
-launch: each block writes its partial, the last block of a tile reads the S - 1 others
-(its own it has). The branch the last block takes carries ``tm.branch_weights = [1, S-1]``
-and so does the choice between its own partial and a loaded one, so ``-t cost`` counts
-what executes, not every block running the reduction.
+launch: each block writes its partial, the last block of a tile reads all S. The branch
+the last block takes carries ``tm.branch_weights = [1, S-1]``, so ``-t cost`` counts what
+executes, not every block running the reduction.
 
 An engine uses it like this (``tc_gemm.py`` does)::
 
@@ -170,32 +171,25 @@ class SplitK:
         before = b.load(arrived, [0], name="arrived_before")
         last = b.insert(arith.CmpiOp(before, b.constant(self.splits - 1, i32), "eq"), "last_block").results[0]
         with _weighted_if(b, last, 1, self.splits - 1):  # 3. the last block adds up, in order
+            # every partial from the workspace, its own too (published in step 1): the sums
+            # live in `acc` alone, and a loop over the splits has one split's loads in
+            # flight, not all of them (ptxas spilled a 128-accumulator thread at S = 6)
             with b.for_task(every, None, names) as index:
-                register = _linear(b, index, shape)
-                total: SSAValue | None = None
-                for s in range(self.splits):
-                    part = self._partial(b, acc, list(index), workspace, [s, tile, register, tid], split, s)
-                    total = part if total is None else b.fop(arith.AddfOp, total, part)
-                assert total is not None
-                b.store(total, acc, list(index))
+                b.store(self._published(b, index, shape, workspace, 0, tile, tid), acc, list(index))
+            with b.loop(1, self.splits, rolled=True, name="s") as s:
+                with b.for_task(every, None, names) as index:
+                    part = self._published(b, index, shape, workspace, s, tile, tid)
+                    b.store(b.fop(arith.AddfOp, b.load(acc, list(index)), part), acc, list(index))
             with b.if_(first_thread):
                 b.store(b.constant(0, i32), counters, [tile])
             yield
 
-    def _partial(self, b: IRBuilder, acc: SSAValue, index: list[SSAValue], workspace: SSAValue,
-                 at: list[Index], split: Index, s: int) -> SSAValue:
-        """Split `s`'s partial: this block's own (`acc`) when it is split `s`, else loaded."""
-        own = b.eq(split, s, f"own{s}")
-        element = acc.type.element_type  # type: ignore[attr-defined]
-        then, other = Block(), Block()
-        with b.at(then):
-            b.insert(scf.YieldOp(b.load(acc, index)))
-        with b.at(other):
-            loaded = b.insert(tm.LoadCgOp(workspace, [b.value(i) for i in at]), f"p{s}").results[0]
-            b.insert(scf.YieldOp(loaded))
-        op = b.insert(scf.IfOp(own, [element], [then], [other]), f"part{s}")
-        op.attributes[BRANCH_WEIGHTS] = _weights(1, self.splits - 1)
-        return op.results[0]
+    @staticmethod
+    def _published(b: IRBuilder, index: tuple[SSAValue, ...], shape: list[int], workspace: SSAValue,
+                   s: Index, tile: Index, tid: SSAValue) -> SSAValue:
+        """Split `s`'s partial of accumulator `index` of thread `tid`, read from L2."""
+        at = [s, tile, _linear(b, index, shape), tid]
+        return b.insert(tm.LoadCgOp(workspace, [b.value(i) for i in at]), "part").results[0]
 
 
 def split_k_constraints(sms: int) -> list[Constraint]:

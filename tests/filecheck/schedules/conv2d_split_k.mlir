@@ -30,7 +30,7 @@ func.func @conv(%x: tensor<1x16x8x8xf32>, %w: tensor<32x16x3x3xf32>) -> tensor<1
 // CHECK-NEXT:            arith.addi %k_first, %next_kt : index
 // CHECK:             }{tm.branch_weights = array<i64: 9, 1>}
 // CHECK:           %last_block = arith.cmpi eq, %arrived_before
-// CHECK:               %p1 = tm.load_cg %workspace
+// CHECK:               %part_1 = tm.load_cg %workspace[%s, %tile
 // CHECK:             tm.store %{{.*}}, %counters[%tile] : memref<2xi32>
 // CHECK:             tm.store %{{.*}}, %y[
 // CHECK-LABEL: func.func @conv(

@@ -53,9 +53,10 @@ func.func @mm(%a: tensor<64x416xf32>, %b: tensor<416x64xf32>, %bias: tensor<64xf
 // CHECK:             %before = tm.atomic_add %counters[%tile]
 // CHECK:           %last_block = arith.cmpi eq, %arrived_before
 // CHECK-NEXT:      scf.if %last_block {
-// CHECK:               %p0 = tm.load_cg %workspace
-// CHECK:               %p1 = tm.load_cg %workspace
-// CHECK:               %p2 = tm.load_cg %workspace
+// CHECK:               %part = tm.load_cg %workspace[%{{.*}}, %tile, %{{.*}}, %tid]
+// CHECK:             scf.for %s = %{{.*}} to %{{.*}} step
+// CHECK:                 %part_1 = tm.load_cg %workspace[%s, %tile, %{{.*}}, %tid]
+// CHECK:             } {tm.no_unroll}
 // CHECK:             tm.store %{{.*}}, %counters[%tile] : memref<2xi32>
 // CHECK:             %bias_1 = tm.load %bias
 // CHECK:             tm.store %{{.*}}, %C[%row, %col] : memref<64x64xf32>

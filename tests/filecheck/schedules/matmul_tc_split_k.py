@@ -4,8 +4,8 @@
 # 64 x 64 x 160, f16, tile 64 x 64 x 32 (one output tile), 2 x 2 warps, 3 stages, split_k 2:
 # 5 k-tiles split 2 + 3, so a block walks at most 3 k-steps, the third only in split 1.
 # Each block publishes its accumulators to the workspace, fences, and counts itself in;
-# the last block adds both partials in split order (its own from registers, the other
-# from L2), resets the counter and runs the epilogue.
+# the last block adds both partials in split order (both read back from L2), resets the
+# counter and runs the epilogue.
 from xdsl.dialects.builtin import ModuleOp
 
 from tmlir.schedules.matmul_simt import MatmulProblem
@@ -55,16 +55,18 @@ print(ModuleOp([matmul_tc_kernel("mm_split", problem, MatmulTcParams(64, 64, 32,
 # CHECK:           %arrived_before = tm.load %arrived[%{{.*}}] : memref<1xi32>
 # CHECK:           %last_block = arith.cmpi eq, %arrived_before, %{{.*}} : i32
 
-# The last block: partial 0, then + partial 1, each its own or loaded past L1.
+# The last block: partial 0 from L2 into the accumulators, then a loop (never unrolled:
+# one split's loads in flight) adding partials 1 .. S-1, its own read back like the others.
 # CHECK:           scf.if %last_block {
-# CHECK:             %own0 = arith.cmpi eq, %split, %{{.*}} : index
-# CHECK-NEXT:        %part0 = scf.if %own0 -> (f32) {
-# CHECK:             } else {
-# CHECK:               %p0 = tm.load_cg %workspace[%{{.*}}, %tile, %reg_1, %tid] : memref<2x1x32x128xf32>
-# CHECK:             }{tm.branch_weights = array<i64: 1, 1>}
-# CHECK:             %part1 = scf.if %own1 -> (f32) {
-# CHECK:               %p1 = tm.load_cg %workspace
-# CHECK:             %{{.*}} = arith.addf %part0, %part1 : f32
+# CHECK:             tm.for_task (%{{.*}}) in repeat(2, 4, 4, unroll=[true, true, true]) {
+# CHECK:               %part = tm.load_cg %workspace[%{{.*}}, %tile, %reg_1, %tid] : memref<2x1x32x128xf32>
+# CHECK-NEXT:          tm.store %part, %acc[
+# CHECK:             scf.for %s = %{{.*}} to %{{.*}} step %{{.*}} {
+# CHECK:                 %part_1 = tm.load_cg %workspace[%s, %tile, %reg_2, %tid] : memref<2x1x32x128xf32>
+# CHECK-NEXT:            %[[SUM:.*]] = tm.load %acc[
+# CHECK-NEXT:            %[[NEW:.*]] = arith.addf %[[SUM]], %part_1 : f32
+# CHECK-NEXT:            tm.store %[[NEW]], %acc[
+# CHECK:             } {tm.no_unroll}
 # CHECK:           scf.if %first_thread {
 # CHECK:             tm.store %{{.*}}, %counters[%tile] : memref<1xi32>
 # The epilogue, in the last block only.
