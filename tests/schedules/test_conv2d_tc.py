@@ -108,9 +108,10 @@ def test_depthwise_f64_and_f32_tiles_past_shared_memory_are_refused() -> None:
     from xdsl.dialects.builtin import Float64Type
     with pytest.raises(NoTemplate, match="f16, bf16 or f32"):
         conv2d_tc_kernel("c", Conv2dProblem((1, 8, 8, 8), (8, 8, 3, 3)), MatmulTcParams(), Float64Type())
-    with pytest.raises(ValueError, match="bytes of shared memory for f32 operands"):
-        conv2d_tc_kernel("c", Conv2dProblem((1, 64, 16, 16), (128, 64, 3, 3)), MatmulTcParams(128, 128, 32, (2, 4), 3),
-                         Float32Type())
+    deep = MatmulTcParams(128, 256, 64, (2, 4), 4)  # 192 KiB for f16, 392 KiB for f32
+    conv2d_tc_kernel("c", Conv2dProblem((1, 64, 16, 16), (128, 64, 3, 3)), deep)
+    with pytest.raises(ValueError, match="401408 bytes of shared memory for f32 operands"):
+        conv2d_tc_kernel("c", Conv2dProblem((1, 64, 16, 16), (128, 64, 3, 3)), deep, Float32Type())
 
 
 @needs_nvrtc

@@ -21,7 +21,7 @@ from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu
 from tmlir.passes.tm_lower_mappings import TmLowerMappings
 from tmlir.registry import make_context
 from tmlir.schedules.matmul_simt import MatmulProblem
-from tmlir.schedules.matmul_tc import MATMUL_TC_SPACE, MatmulTcParams, matmul_tc_kernel
+from tmlir.schedules.matmul_tc import MATMUL_TC_SPACE, MatmulTcParams, matmul_tc_kernel, tc_space
 from tmlir.schedules.registry import NoTemplate
 
 needs_nvrtc = pytest.mark.skipif(nvrtc_version() is None, reason="NVRTC (cuda.bindings) not available")
@@ -54,7 +54,8 @@ def run_on_emu(prob: MatmulProblem, params: MatmulTcParams, element: Attribute =
     c = np.full(prob.out_shape, np.nan, np.float32)  # every element must be written
     grid, block = params.blocks(prob), params.threads
     with compile_emu(program.source, [k.signature for k in program.kernels]) as emu:
-        emu.launch("mm_tc", grid, block, [a, b, *([bias] if bias is not None else []), c])
+        emu.launch("mm_tc", grid, block, [a, b, *([bias] if bias is not None else []), c],
+                   program.kernels[0].dynamic_shared_bytes)
     return c, reference(prob, a, b, bias)
 
 
@@ -83,6 +84,22 @@ SAMPLED = [  # 4 candidates in the normal suite, from each shape's valid space
 def test_sampled_candidates_match_numpy(prob: MatmulProblem, params: MatmulTcParams) -> None:
     assert MATMUL_TC_SPACE.first_violation(params, prob) is None
     assert_matches(*run_on_emu(prob, params), prob.k)
+
+
+DEEP = [  # past 48 KiB of shared memory (dynamic): sm_90's space, up to 128 x 256 tiles in 4 stages
+    pytest.param(problem(160, 272, 192, True), MatmulTcParams(128, 256, 64, (2, 4), 4), id="128x256x64-2x4-s4"),
+    pytest.param(MatmulProblem((200, 96), (136, 96), (200, 136), (136,), transpose_rhs=True),
+                 MatmulTcParams(256, 128, 32, (4, 2), 3), id="NxK-256x128x32-4x2-s3"),
+]
+
+
+@pytest.mark.parametrize(("prob", "params"), DEEP)
+def test_deep_pipelines_past_48_kib_match_numpy(prob: MatmulProblem, params: MatmulTcParams) -> None:
+    assert tc_space("f16", "sm_90").first_violation(params, prob) is None
+    assert params.shared_bytes(prob) > 48 * 1024
+    program = lowered(prob, params)
+    assert program.kernels[0].dynamic_shared_bytes == params.shared_bytes(prob)
+    assert_matches(*run_on_emu(prob, params, seed=5), prob.k)
 
 
 def test_bf16_operands_match_numpy() -> None:
@@ -181,18 +198,35 @@ def test_space_constraints() -> None:
     prob = problem(1024, 1024, 1024)
     candidates = MATMUL_TC_SPACE.candidates(prob)
     unsplit = [p for p in candidates if p.split_k == 1]
-    assert 30 <= len(unsplit) <= 60
-    # 64 tiles of 128 x 128 split 2 or 3 ways (a 4th would not idle an SM), 128 x 64 2 ways
+    assert 150 <= len(unsplit) <= 220
+    # 64 tiles of 128 x 128 split 2 or 3 ways (a 4th would not idle an SM), 32 of 128 x 256
+    # up to 4 ways, 128 x 64 2 ways
     assert {(p.block_m * p.block_n, p.split_k) for p in candidates if p.split_k > 1} == {
-        (128 * 128, 2), (128 * 128, 3), (128 * 64, 2)}
+        (128 * 64, 2), (128 * 128, 2), (128 * 128, 3), (128 * 256, 2), (128 * 256, 3), (128 * 256, 4)}
     for p in candidates:
-        assert p.shared_bytes() <= 48 * 1024 and p.register_estimate() <= 255
-        assert 2 <= p.stages <= 4 and p.block_k % 16 == 0
+        assert p.shared_bytes() <= 163 * 1024 and p.register_estimate() <= 255
+        assert 2 <= p.stages <= 4 and p.block_k % 16 == 0 and p.block_m * p.block_n <= 128 * 256
+    assert max(p.shared_bytes() for p in candidates) > 48 * 1024  # dynamic shared memory
     rejected = MATMUL_TC_SPACE.rejections(prob)
-    assert rejected["shared memory <= 48 KiB"] > 0  # e.g. 128 x 128 x 64 with 2 stages
+    assert rejected["registers <= 255 (estimate)"] > 0  # 64 x 128 warp tiles: 128 x 256 on 2 x 2 warps
     assert sum(rejected.values()) + len(candidates) == MATMUL_TC_SPACE.size
     small = MATMUL_TC_SPACE.candidates(problem(64, 64, 16))
     assert small and all(p.block_m == p.block_n == 64 and p.block_k == 16 for p in small)
+
+
+def test_space_follows_the_arch_shared_memory() -> None:
+    """Each arch's space keeps to its opt-in shared memory per block: sm_86's 99 KiB
+    refuses deep 128 x 256 pipelines that sm_80 (163 KiB) and sm_90 (227 KiB) take."""
+    prob = problem(1024, 1024, 1024)
+    sizes = {arch: {p: p.shared_bytes(prob) for p in tc_space("f16", arch).candidates(prob)}
+             for arch in ("sm_86", "sm_80", "sm_90")}
+    assert max(sizes["sm_86"].values()) <= 99 * 1024 < max(sizes["sm_80"].values()) <= 163 * 1024
+    assert max(sizes["sm_90"].values()) > 163 * 1024
+    assert set(sizes["sm_86"]) < set(sizes["sm_80"]) < set(sizes["sm_90"])
+    assert tc_space("f16", "sm_90") is tc_space(Float16Type(), "sm_90")  # one object per geometry and arch
+    deep = MatmulTcParams(128, 256, 64, (2, 4), 4)
+    assert "99 KiB" in str(tc_space("f16", "sm_86").first_violation(deep, prob))
+    assert tc_space("f16", "sm_90").first_violation(deep, prob) is None
 
 
 @pytest.mark.slow

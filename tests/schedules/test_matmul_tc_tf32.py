@@ -119,20 +119,20 @@ def test_f32_shapes_need_multiples_of_4_and_other_types_are_refused() -> None:
 
 
 def test_params_over_shared_memory_are_refused() -> None:
-    params = MatmulTcParams(64, 64, 32, (2, 2), 3)  # valid for f16; 55296 bytes for f32
-    matmul_tc_kernel("mm_tc", MatmulProblem.plain(64, 64, 64), params)
-    with pytest.raises(ValueError, match="55296 bytes of shared memory for f32"):
-        matmul_tc_kernel("mm_tc", MatmulProblem.plain(64, 64, 64), params, F32)
+    params = MatmulTcParams(128, 256, 64, (2, 4), 4)  # 192 KiB for f16; 392 KiB for f32: no GPU has it
+    matmul_tc_kernel("mm_tc", MatmulProblem.plain(256, 256, 64), params)
+    with pytest.raises(ValueError, match="401408 bytes of shared memory for f32 operands, over the 232448"):
+        matmul_tc_kernel("mm_tc", MatmulProblem.plain(256, 256, 64), params, F32)
 
 
 def test_the_tf32_space_counts_4_byte_elements() -> None:
     prob = MatmulProblem.plain(1024, 1024, 1024)
     single = MATMUL_TC_TF32_SPACE.candidates(prob)
-    over = "shared memory <= 48 KiB"
+    over = "shared memory <= 163 KiB (the block's opt-in maximum on sm_80 (no arch given))"
     assert single and MATMUL_TC_TF32_SPACE.rejections(prob)[over] > MATMUL_TC_SPACE.rejections(prob)[over]
-    assert all(p.shared_bytes(prob, TC_TF32) <= 48 * 1024 for p in single)
-    # 2 stages of A 64 x (16 + 4) and B (K x N, read by scalar loads) 16 x (64 + 8) floats
-    assert MatmulTcParams(64, 64, 16, (2, 2), 2).shared_bytes(prob, TC_TF32) == 2 * (64 * 20 + 16 * 72) * 4
+    assert all(p.shared_bytes(prob, TC_TF32) <= 163 * 1024 for p in single)
+    # 2 stages of A 64 x 16 (swizzled) and B (K x N, read by scalar loads) 16 x (64 + 8) floats
+    assert MatmulTcParams(64, 64, 16, (2, 2), 2).shared_bytes(prob, TC_TF32) == 2 * (64 * 16 + 16 * 72) * 4
     for shape in [(16, 16, 16), (64, 64, 64), (512, 512, 512), (4096, 4096, 4096)]:
         prob = MatmulProblem.plain(*shape)
         assert MATMUL_TC_TF32_SPACE.first_violation(default_params(prob, F32), prob) is None, shape

@@ -22,13 +22,16 @@ Partial tiles: a 16-byte chunk past M, N or K is not copied; the thread stores 8
 for f32) there instead. This needs K (and N when B is ``K x N``) to be a multiple of 8 (4
 for f32: a chunk is all in or all out): other shapes raise `NoTemplate` naming the shape,
 as does a transposed A, and ``kernel_for`` then builds the SIMT template. The parameters
-form a small space, declared at the end of this file (``MATMUL_TC_SPACE``;
-``MATMUL_TC_TF32_SPACE`` for f32 operands, whose tiles take twice the shared memory:
-`tc_space`); `default_params` picks one without tuning.
+form a space, declared at the end of this file (`tc_space`: one per element geometry --
+f32 tiles take twice the shared memory -- and arch, whose opt-in shared memory per block
+bounds the stages and tiles; ``MATMUL_TC_SPACE`` and ``MATMUL_TC_TF32_SPACE`` where no
+arch is named); the latency model picks one without tuning (``model_choice.default_of``),
+`default_params` is the template's own rule.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Sequence
 
 from xdsl.dialects import arith
@@ -36,7 +39,7 @@ from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, MemRef
 from xdsl.ir import Attribute, SSAValue
 
 from tmlir.dialects import tm
-from tmlir.gpu_limits import MAX_REGISTERS_PER_THREAD, MAX_STATIC_SHARED_BYTES
+from tmlir.gpu_limits import MAX_REGISTERS_PER_THREAD, max_shared_bytes
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.schedules.common import broadcast_guards, broadcast_index, kernel_attributes, name_args
 from tmlir.schedules.matmul_simt import REFERENCE_SMS, MatmulProblem
@@ -82,12 +85,11 @@ def matmul_tc_kernel(name: str, problem: MatmulProblem, params: MatmulTcParams,
     """The kernel ``(A, B, [bias,] C)`` for `problem` with `params`; A and B of `element`
     (f16 or bf16; f32: TF32 mma), bias and C f32. The operands in `gathered` (0: A, 1: B)
     are read with ``tm.load`` (for a fused prologue) instead of ``cp.async``. ValueError
-    for params whose f32 tiles overflow shared memory. `wait=False` leaves out the
+    for params whose tiles overflow the shared memory of every GPU (`check_shared_memory`). `wait=False` leaves out the
     ``cp_async_wait`` of every k-step (a planted race, for tests)."""
     check_problem(problem, element)
     p, P, E = problem, params, tc_element(element)
-    if E.tf32:  # what fits f16 may not fit f32
-        check_shared_memory("matmul_tc", P, p, element)
+    check_shared_memory("matmul_tc", P, p, element)
     f32 = Float32Type()
     arg_types = [MemRefType(element, list(p.lhs_shape)), MemRefType(element, list(p.rhs_shape)),
                  *([MemRefType(f32, list(p.bias_shape))] if p.bias_shape else []),
@@ -185,41 +187,54 @@ def _fits_problem(P: MatmulTcParams, p: MatmulProblem) -> bool:
     return P.block_m <= up(p.m, 64) and P.block_n <= up(p.n, 64) and P.block_k <= up(p.k, MMA_K)
 
 
-def _space(E: TcElement) -> Space[MatmulTcParams]:
-    """The space for operands of geometry `E` (shared bytes and copies depend on it)."""
+#: The largest block tile (elements of C): 128 x 256, or 256 x 128.
+MAX_BLOCK_AREA = 128 * 256
+
+
+@functools.cache
+def _space(E: TcElement, arch: str | None) -> Space[MatmulTcParams]:
+    """The space for operands of geometry `E` (shared bytes and copies depend on it) on
+    `arch` (its opt-in shared memory per block; None: sm_80's)."""
+    shared = max_shared_bytes(arch)
+    where = arch or "sm_80 (no arch given)"
     return Space(
         "matmul_tc",
         [
-            Param("block_m", (64, 128), "block tile rows"),
-            Param("block_n", (64, 128), "block tile columns"),
+            Param("block_m", (64, 128, 256), "block tile rows"),
+            Param("block_n", (64, 128, 256), "block tile columns"),
             Param("block_k", (16, 32, 64), "k tile (a multiple of 16)"),
-            Param("warps", ((2, 2), (4, 2), (2, 4)), "warps per block (rows, cols)"),
+            Param("warps", ((2, 2), (4, 2), (2, 4), (4, 4)), "warps per block (rows, cols)"),
             Param("stages", (2, 3, 4), "cp.async pipeline depth (shared buffers)"),
             Param("split_k", SPLIT_K_CHOICES, "blocks per output tile, each on a part of K"),
         ],
         MatmulTcParams,
         [
+            Constraint("block tile <= 128 x 256", lambda P, p: P.block_m * P.block_n <= MAX_BLOCK_AREA,
+                       static=True),
             Constraint("warp tile a multiple of 16 x 8",
                        lambda P, p: P.block_m % (P.warps[0] * MMA_M) == 0
-                       and P.block_n % (P.warps[1] * MMA_N) == 0),
+                       and P.block_n % (P.warps[1] * MMA_N) == 0, static=True),
+            Constraint("registers <= 255 (estimate)",
+                       lambda P, p: P.register_estimate() <= MAX_REGISTERS_PER_THREAD, static=True),
             Constraint("copies spread evenly over threads", _copies_even(E)),
             Constraint("tile fits the problem", _fits_problem),
-            Constraint("shared memory <= 48 KiB",
-                       lambda P, p: P.shared_bytes(p, E) <= MAX_STATIC_SHARED_BYTES),
-            Constraint("registers <= 255 (estimate)",
-                       lambda P, p: P.register_estimate() <= MAX_REGISTERS_PER_THREAD),
+            Constraint(f"shared memory <= {shared // 1024} KiB (the block's opt-in maximum on {where})",
+                       lambda P, p: P.shared_bytes(p, E) <= shared),
             *split_k_constraints(REFERENCE_SMS),
         ],
     )
 
 
-MATMUL_TC_SPACE: Space[MatmulTcParams] = _space(TC_F16)
-"""The space for f16 and bf16 operands."""
-MATMUL_TC_TF32_SPACE: Space[MatmulTcParams] = _space(TC_TF32)
+MATMUL_TC_SPACE: Space[MatmulTcParams] = _space(TC_F16, None)
+"""The space for f16 and bf16 operands where no architecture is named (sm_80's 163 KiB of
+shared memory per block)."""
+MATMUL_TC_TF32_SPACE: Space[MatmulTcParams] = _space(TC_TF32, None)
 """The space for f32 operands (TF32 mma): the same points, twice the shared bytes."""
 
 
-def tc_space(element: Attribute | str) -> Space[MatmulTcParams]:
-    """The space for operands of `element` (an element type or its name; ``tf32`` is f32)."""
-    return MATMUL_TC_TF32_SPACE if isinstance(element, Float32Type) or element in ("f32", "tf32") \
-        else MATMUL_TC_SPACE
+def tc_space(element: Attribute | str, arch: str | None = None) -> Space[MatmulTcParams]:
+    """The space for operands of `element` (an element type or its name; ``tf32`` is f32)
+    on `arch` (``sm_XY``: its opt-in shared memory per block; None: sm_80's). One object per
+    element geometry and arch."""
+    tf32 = isinstance(element, Float32Type) or element in ("f32", "tf32")
+    return _space(TC_TF32 if tf32 else TC_F16, arch)

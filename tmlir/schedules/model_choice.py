@@ -90,8 +90,8 @@ def candidate_launch(template: str, problem: MatmulProblem | Conv2dProblem, para
     padded = 2 * (blocks // split) * tile * gemm.k
     shared = params.shared_bytes(gemm) if not template.endswith("_tc") else _tc_shared(params, gemm, element)
     tensor = {element: padded} if template.endswith("_tc") else None
-    # split-K: every block writes its partial tile; the last of each tile reads the others
-    workspace = (2 * split - 1) * (blocks // split) * tile * 4 if split > 1 else 0
+    # split-K: every block writes its partial tile; the last of each tile reads them all
+    workspace = 2 * split * (blocks // split) * tile * 4 if split > 1 else 0
     return Launch(blocks, params.threads, register_estimate(template, values) or 32, shared,
                   0 if tensor else padded, _compulsory_bytes(problem, element) + workspace, tensor, loop)
 
@@ -140,11 +140,11 @@ REFERENCE_ARCH = "sm_90"
 
 def template_space(template: str, element: str = "f16", arch: str | None = None) -> Space:
     """The space of `template` for operands of `element` (``f16``, ``bf16``, ``f32`` or
-    ``tf32``) on `arch` (None: sm_80's limits): a tensor-core template's f32 (TF32) tiles
-    take twice the shared memory; the SIMT one's shared memory and pipeline depend on the
-    arch (`matmul_simt_space`)."""
+    ``tf32``) on `arch` (None: sm_80's limits): both engines' shared memory per block is
+    the arch's (a tensor-core template's f32 (TF32) tiles take twice the bytes,
+    `tc_space`), and the SIMT pipeline needs sm_80 (`matmul_simt_space`)."""
     if template in TENSOR_CORE_TEMPLATES:
-        return tc_space(element)
+        return tc_space(element, arch)
     if template in SIMT_TEMPLATES:
         return matmul_simt_space(arch)
     if template == "matmul_gemv":

@@ -47,10 +47,15 @@ convolution's im2col), whose elements the threads load and store into the shared
 themselves (``auto_map`` over the tile, in its memory order), ordered by the same barriers.
 
 Shared tiles are ``a_smem[stages][block_m][block_k]`` and ``b_smem[stages][block_k]
-[block_n]`` (``[block_n][block_k]`` for a k-contiguous B), each row padded by 16 bytes (8
-halves, 4 floats): the 8 rows an ``ldmatrix`` phase reads then start 16 bytes apart modulo 128, on
-8 distinct 4-bank groups -- no conflicts -- and every row stays 16-byte aligned for
-``cp.async`` and ``ldmatrix``. The epilogue hands each accumulator to
+[block_n]`` (``[block_n][block_k]`` for a k-contiguous B), dense and **swizzled**
+(``tmlir.layout``: ``row_major(stages, rows, cols) ^ swizzle(B, M, S)``, the layout
+`tmlir.layout.chunk_swizzle` picks for the row length): the 16-byte chunk column of each
+row is XOR-ed with bits of its row index, so the 8 rows an ``ldmatrix`` phase reads at one
+chunk column land on 8 distinct 4-bank groups -- no conflicts, no padding -- while every
+chunk stays whole and 16-byte aligned for ``cp.async`` and ``ldmatrix``. The swizzle lives
+in the buffer's layout: the engine indexes tiles by (stage, row, column) and
+``convert-tm-to-gpu`` lowers the layout to the XOR. (A tf32 ``K x N`` B, read by scalar
+loads, keeps rows padded by 8 floats instead.) The epilogue hands each accumulator to
 `TcOperands.store_c` with its row and column.
 """
 
@@ -66,9 +71,9 @@ from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Intege
 from xdsl.ir import Attribute, SSAValue
 
 from tmlir.dialects import tm
-from tmlir.gpu_limits import MAX_STATIC_SHARED_BYTES, WARP_SIZE
+from tmlir.gpu_limits import MAX_SHARED_BYTES, MAX_STATIC_SHARED_BYTES, WARP_SIZE
 from tmlir.ir.builder import Index, IRBuilder
-from tmlir.layout import row_major
+from tmlir.layout import DataLayout, row_major, swizzled_row_major
 from tmlir.mapping import TaskMapping, auto_map, repeat, spatial
 from tmlir.schedules.gemm import ElementLoad, MatmulProblem, ResultStore
 from tmlir.schedules.split_k import SPLIT_K_SHARED_BYTES, SplitK, add_scratch
@@ -89,7 +94,7 @@ class TcElement:
 
     @property
     def chunk(self) -> int:
-        """Elements per 16-byte ``cp.async`` (also the pad of a shared row)."""
+        """Elements per 16-byte ``cp.async``."""
         return COPY_BYTES // self.bytes
 
     @property
@@ -97,9 +102,16 @@ class TcElement:
         return self.mma_dtype == "tf32"
 
     def pads(self, transpose_rhs: bool) -> tuple[int, int]:
-        """Elements added to each shared row of A and of B: 16 bytes, and 32 bytes for a
-        tf32 ``K x N`` B, which the lanes read by scalar loads (see the module docstring)."""
-        return self.chunk, self.chunk * (2 if self.tf32 and not transpose_rhs else 1)
+        """Elements added to each shared row of A and of B: none for a tile read 16 bytes at
+        a time (swizzled instead, `tile_layout`), 32 bytes for a tf32 ``K x N`` B, which
+        the lanes read by scalar loads (see the module docstring)."""
+        return 0, 2 * self.chunk if self.tf32 and not transpose_rhs else 0
+
+    def tile_layout(self, shape: Sequence[int], pad: int) -> DataLayout:
+        """The layout of a ``stages x rows x cols`` shared tile: rows padded by `pad`
+        elements, or (no pad) swizzled so that 8 rows read at one 16-byte column hit 8
+        distinct bank groups (`tmlir.layout.swizzled_row_major`)."""
+        return row_major(*shape, pad=pad) if pad else swizzled_row_major(*shape, element_bytes=self.bytes)
 
 
 TC_F16, TC_BF16 = TcElement(2, "m16n8k16", "f16", 16), TcElement(2, "m16n8k16", "bf16", 16)
@@ -186,7 +198,8 @@ class MatmulTcParams:
         return (self.block_m, self.block_k), b_tile
 
     def shared_bytes(self, problem: MatmulProblem | None = None, element: TcElement = TC_F16) -> int:
-        """Both operands' padded tiles, all stages, for operands of `element`."""
+        """Both operands' tiles (a tf32 ``K x N`` B's rows padded), all stages, for operands
+        of `element`."""
         problem = problem or MatmulProblem.plain(1, 1, 1)
         pads = element.pads(problem.transpose_rhs)
         flag = SPLIT_K_SHARED_BYTES if self.split_k > 1 else 0
@@ -194,9 +207,11 @@ class MatmulTcParams:
                                  in zip(self.tiles(problem), pads)) * element.bytes + flag
 
     def register_estimate(self) -> int:
-        """Accumulators, one k slice of A and B fragments, ~40 for addresses and loop state."""
+        """Accumulators, one k slice of A and B fragments, ~40 for addresses and loop state;
+        with split-K the last block's loads of one split's partials, as many as the
+        accumulators (``split_k.py``: ptxas issues them together)."""
         mm, mn = self.mma_tiles
-        return 4 * mm * mn + 4 * mm + 2 * mn + 40
+        return 4 * mm * mn * (2 if self.split_k > 1 else 1) + 4 * mm + 2 * mn + 40
 
     def describe(self) -> dict[str, int | str]:
         return {"block_m": self.block_m, "block_n": self.block_n, "block_k": self.block_k,
@@ -236,12 +251,14 @@ BlockOperands = Callable[[IRBuilder, Sequence[Index]], TcOperands]
 
 def check_shared_memory(template: str, params: MatmulTcParams, gemm: MatmulProblem, element: Attribute) -> None:
     """ValueError, one line, when `params`' tiles of `element` operands (all stages) take
-    more static shared memory than a block has: what fits f16 may not fit f32."""
+    more shared memory than a block has on any GPU (`MAX_SHARED_BYTES`; past
+    `MAX_STATIC_SHARED_BYTES` the kernel declares them as dynamic shared memory, and the
+    space of an arch keeps to that arch's opt-in maximum): what fits f16 may not fit f32."""
     size = params.shared_bytes(gemm, tc_element(element))
-    if size > MAX_STATIC_SHARED_BYTES:
+    if size > MAX_SHARED_BYTES:
         raise ValueError(f"{template} tiles {params.block_m}x{params.block_n}x{params.block_k} in "
                          f"{params.stages} stages take {size} bytes of shared memory for {element} "
-                         f"operands, over {MAX_STATIC_SHARED_BYTES}")
+                         f"operands, over the {MAX_SHARED_BYTES} a block has on any GPU")
 
 
 def tc_gemm(kernel: tm.KernelOp, problem: MatmulProblem, params: MatmulTcParams, element: Attribute,
@@ -274,8 +291,7 @@ class _TcGemm:
         self.counters: SSAValue | None = None
 
     def alloc(self, scope: str, element: Attribute, shape: Sequence[int], name: str,
-              pad: int = 0) -> SSAValue:
-        layout = row_major(*shape, pad=pad) if pad else None
+              layout: DataLayout | None = None) -> SSAValue:
         return self.b.insert(tm.AllocOp(scope, MemRefType(element, list(shape)), layout), name).results[0]
 
     def build(self, block_operands: BlockOperands, block_names: Sequence[str], wait: bool) -> None:
@@ -287,8 +303,10 @@ class _TcGemm:
         word = IntegerType(32)
         a_tile, b_tile = P.tiles(p)
         a_pad, b_pad = self.E.pads(p.transpose_rhs)
-        self.a_smem = self.alloc("shared", self.element, (P.stages, *a_tile), "a_smem", a_pad)
-        self.b_smem = self.alloc("shared", self.element, (P.stages, *b_tile), "b_smem", b_pad)
+        self.a_smem = self.alloc("shared", self.element, (P.stages, *a_tile), "a_smem",
+                                 self.E.tile_layout((P.stages, *a_tile), a_pad))
+        self.b_smem = self.alloc("shared", self.element, (P.stages, *b_tile), "b_smem",
+                                 self.E.tile_layout((P.stages, *b_tile), b_pad))
         self.a_frag = self.alloc("register", word, (mm, 4), "a_frag")
         # tf32 B from a K x N tile: loaded as floats (a tf32 mma takes f32 words)
         scalar_b = self.E.tf32 and not p.transpose_rhs

@@ -21,9 +21,9 @@ print(ModuleOp([matmul_tc_kernel("mm_tc_partial", partial, MatmulTcParams(32, 32
 # CHECK-SAME:    tm.template = "matmul_tc"
 # CHECK-SAME:    block_m = 128 : i64, block_n = 64 : i64, block_k = 32 : i64, warps = "4x2", stages = 3 : i64
 
-# Stage-deep shared tiles, rows padded by 8 halves; fragments and accumulators in registers.
-# CHECK:         %a_smem = tm.alloc shared layout(row_major(3, 128, 32, pad=8)) : memref<3x128x32xf16>
-# CHECK-NEXT:    %b_smem = tm.alloc shared layout(row_major(3, 32, 64, pad=8)) : memref<3x32x64xf16>
+# Stage-deep shared tiles, swizzled (no padding); fragments and accumulators in registers.
+# CHECK:         %a_smem = tm.alloc shared layout(row_major(3, 128, 32) ^ swizzle(2, 3, 3)) : memref<3x128x32xf16>
+# CHECK-NEXT:    %b_smem = tm.alloc shared layout(row_major(3, 32, 64) ^ swizzle(3, 3, 3)) : memref<3x32x64xf16>
 # CHECK-NEXT:    %a_frag = tm.alloc register : memref<2x4xi32>
 # CHECK-NEXT:    %b_frag = tm.alloc register : memref<4x2xi32>
 # CHECK-NEXT:    %acc = tm.alloc register : memref<2x4x4xf32>

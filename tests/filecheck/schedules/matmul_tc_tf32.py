@@ -3,8 +3,8 @@
 #
 # 128 x 128 x 64, tile 64 x 64 x 32, 2 x 2 warps (each 32 x 32: 2 x 4 mma tiles), 2 stages;
 # then the same problem with B stored N x K (Gemm transB), tile 64 x 64 x 16, 3 stages.
-# 16-byte copies hold 4 floats; rows are padded by 4 floats (8 for a K x N B, read by
-# scalar loads); each 32-wide k tile is 4 slices of 8: ldmatrix x4 of A on the b16 view
+# 16-byte copies hold 4 floats; tiles are swizzled (a K x N B, read by scalar loads, has
+# rows padded by 8 floats instead); each 32-wide k tile is 4 slices of 8: ldmatrix x4 of A on the b16 view
 # of the f32 tile (lane l: row l % 16, k 4 (l / 16)), B by two shared loads per lane
 # (b0 = B[k8 + t][n + g], b1 = B[k8 + t + 4][n + g]) or, from an N x K tile, ldmatrix x2.
 from xdsl.dialects.builtin import Float32Type, ModuleOp
@@ -23,7 +23,7 @@ print(ModuleOp([matmul_tc_kernel("mm_tf32_nk", MatmulProblem((128, 64), (128, 64
 # CHECK-SAME:    tm.template = "matmul_tc"
 # CHECK-SAME:    stages = 2 : i64, split_k = 1 : i64, threads = 128 : i64, dtype = "tf32"
 
-# CHECK:         %a_smem = tm.alloc shared layout(row_major(2, 64, 32, pad=4)) : memref<2x64x32xf32>
+# CHECK:         %a_smem = tm.alloc shared layout(row_major(2, 64, 32) ^ swizzle(3, 2, 3)) : memref<2x64x32xf32>
 # CHECK-NEXT:    %b_smem = tm.alloc shared layout(row_major(2, 32, 64, pad=8)) : memref<2x32x64xf32>
 # CHECK-NEXT:    %a_frag = tm.alloc register : memref<2x4xi32>
 # CHECK-NEXT:    %b_frag = tm.alloc register : memref<4x2xf32>
@@ -68,8 +68,8 @@ print(ModuleOp([matmul_tc_kernel("mm_tf32_nk", MatmulProblem((128, 64), (128, 64
 # CHECK:             } {tm.unroll}
 
 # CHECK-LABEL: tm.kernel @mm_tf32_nk(%A: memref<128x64xf32>, %B: memref<128x64xf32>,
-# CHECK:         %a_smem = tm.alloc shared layout(row_major(3, 64, 16, pad=4)) : memref<3x64x16xf32>
-# CHECK-NEXT:    %b_smem = tm.alloc shared layout(row_major(3, 64, 16, pad=4)) : memref<3x64x16xf32>
+# CHECK:         %a_smem = tm.alloc shared layout(row_major(3, 64, 16) ^ swizzle(2, 2, 3)) : memref<3x64x16xf32>
+# CHECK-NEXT:    %b_smem = tm.alloc shared layout(row_major(3, 64, 16) ^ swizzle(2, 2, 3)) : memref<3x64x16xf32>
 # CHECK-NEXT:    %a_frag = tm.alloc register : memref<2x4xi32>
 # CHECK-NEXT:    %b_frag = tm.alloc register : memref<4x2xi32>
 # CHECK:           scf.for %kt =
