@@ -19,7 +19,8 @@ from tmlir.backends.ptx import kernel_stats, nvrtc_version
 from tmlir.passes.lower_to_cuda import LowerToCuda
 from tmlir.registry import make_context
 from tmlir.schedules.conv2d import Conv2dProblem
-from tmlir.schedules.conv2d_tc import conv2d_tc_kernel, dense_weights
+from tmlir.dialects import tm
+from tmlir.schedules.conv2d_tc import conv2d_tc_kernel, dense_input, dense_weights
 from tmlir.schedules.matmul_tc import MATMUL_TC_SPACE, MatmulTcParams, default_params
 from tmlir.schedules.registry import NoTemplate
 
@@ -91,6 +92,42 @@ def test_weights_are_copied_only_when_rows_split_into_16_byte_chunks_and_have_no
     assert lowered(dense, params, Float16Type()).source.count("cp.async.cg") > 0
     assert "cp.async.cg" not in lowered(stem, params, Float16Type()).source
     assert "cp.async.cg" not in lowered_gathered(dense, params).source  # weights with a prologue
+
+
+DENSE_INPUT = {  # 1x1, stride 1, no padding, H * W a multiple of the chunk: B copied by cp.async
+    "f16_batch2_groups2_partial": (Conv2dProblem((2, 48, 4, 6), (40, 24, 1, 1), groups=2, bias=True),
+                                   MatmulTcParams(64, 64, 32, (2, 2), 3), Float16Type()),
+    "bf16_deep_stages": (Conv2dProblem((1, 64, 8, 8), (128, 64, 1, 1), bias=True),
+                         MatmulTcParams(128, 64, 32, (4, 2), 4), BFloat16Type()),
+    "tf32_4_float_chunks": (Conv2dProblem((2, 20, 2, 6), (24, 20, 1, 1)),
+                            MatmulTcParams(64, 64, 16, (2, 2), 3), Float32Type()),
+}
+
+
+@pytest.mark.parametrize(("problem", "params", "element"), DENSE_INPUT.values(), ids=DENSE_INPUT.keys())
+def test_a_1x1_convolution_copies_its_input(problem: Conv2dProblem, params: MatmulTcParams,
+                                           element: Attribute) -> None:
+    """The im2col matrix of a 1x1 stride-1 convolution is the input: copied 16 bytes at a
+    time (partial tiles along pixels and channels zero-filled), exact like the gathered one."""
+    assert dense_input(problem, element)
+    kernel = conv2d_tc_kernel("conv_tc", problem, params, element)
+    assert kernel.attributes["tm.params"].data["copy_b"].data == "cp16"
+    copies = [op for op in kernel.walk() if isinstance(op, tm.CpAsyncOp)]
+    assert {op.src for op in copies} == {kernel.args[0], kernel.args[1]}  # x and w
+    run_conv(problem, params, element)
+
+
+def test_the_input_is_gathered_past_a_chunk_a_tap_or_under_a_prologue() -> None:
+    params = MatmulTcParams(64, 64, 32, (2, 2), 3)
+    seven = Conv2dProblem((1, 16, 7, 7), (16, 16, 1, 1))  # 49 pixels: a chunk would cross images
+    assert not dense_input(seven) and dense_input(seven, Float32Type()) is False
+    assert dense_input(Conv2dProblem((1, 16, 14, 14), (16, 16, 1, 1)), Float32Type())  # 196 = 49 x 4
+    assert not dense_input(Conv2dProblem((1, 16, 14, 14), (16, 16, 1, 1)))  # not 8 halves
+    assert not dense_input(Conv2dProblem((1, 16, 8, 8), (16, 16, 1, 1), strides=(2, 2)))
+    square = Conv2dProblem((1, 16, 8, 8), (16, 16, 1, 1))
+    header = conv2d_tc_kernel("c", square, params, gathered=(0,)).attributes["tm.params"].data
+    assert header["copy_b"].data == "gather"  # a prologue computes the input
+    assert conv2d_tc_kernel("c", seven, params).attributes["tm.params"].data["copy_b"].data == "gather"
 
 
 @pytest.mark.parametrize("case", ["3x3_pad1_bias", "stem_7x7_stride2_gathered"])

@@ -162,13 +162,19 @@ class Conv2dProblem:
 
     @property
     def dense_b(self) -> bool:
+        """Whether the im2col matrix is the input itself, copied in 16-byte chunks of 4
+        floats (`dense_pixels` with the SIMT engine's chunk)."""
+        return self.dense_pixels(CHUNK)
+
+    def dense_pixels(self, chunk: int) -> bool:
         """Whether the im2col matrix is the input itself: a 1x1 kernel, stride 1, no padding
         (any dilation: one tap), so that column ``(n, oh, ow)`` of channel ``c`` is
         ``x[n, c]``'s pixel ``oh * W + ow``, contiguous along the columns; with ``H * W`` a
-        multiple of 4, 16-byte chunks of a row of B are aligned and never cross an image, so
-        the pipeline copies B 16 bytes at a time without unravelling every element."""
+        multiple of `chunk` (elements per 16-byte copy), chunks of a row of B are aligned and
+        never cross an image, so a pipeline copies B 16 bytes at a time without unravelling
+        every element."""
         return (self.kernel == (1, 1) and self.strides == (1, 1) and not any(self.pads)
-                and (self.out_hw[0] * self.out_hw[1]) % CHUNK == 0)
+                and (self.out_hw[0] * self.out_hw[1]) % chunk == 0)
 
     @property
     def prefers_direct(self) -> bool:

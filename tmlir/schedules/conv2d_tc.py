@@ -17,7 +17,11 @@ materialized), ``K = Cg*KH*KW``; groups are the GEMM's batch.
   ``[block_k][block_n]`` shared tile with consecutive threads on consecutive pixels
   (consecutive input addresses for stride 1). Because the input is read by ``tm.load``,
   a fused prologue (a ReLU or a cast before the convolution) computes it in place; weights
-  with a prologue (``gathered``) are loaded like those of a stem.
+  with a prologue (``gathered``) are loaded like those of a stem. Except for a 1x1,
+  stride-1, unpadded convolution whose images' pixels are a multiple of the 16-byte chunk
+  (`dense_input`, ``Conv2dProblem.dense_pixels``): B is then the input itself, ``x[n, c]``'s
+  pixels, and is copied 16 bytes at a time by ``cp.async`` like a matmul's B (no prologue
+  on the input; the header says ``copy_b = "cp16"``, else ``"gather"``).
 * The epilogue adds the bias of the row's channel and stores into ``y`` (``conv2d.py``'s
   `conv_gemm_operands`), so f16 outputs and fused epilogues work as for every template.
 
@@ -40,7 +44,7 @@ from tmlir.schedules.conv2d import Conv2dProblem, conv_gemm_operands
 from tmlir.schedules.registry import NoTemplate
 from tmlir.schedules.tc_gemm import MatmulTcParams, TcOperand, TcOperands, check_shared_memory, tc_element, tc_gemm
 
-__all__ = ["check_problem", "conv2d_tc_kernel", "dense_weights"]
+__all__ = ["check_problem", "conv2d_tc_kernel", "dense_input", "dense_weights"]
 
 
 def check_problem(problem: Conv2dProblem, element: Attribute) -> None:
@@ -58,22 +62,30 @@ def dense_weights(problem: Conv2dProblem, element: Attribute = Float16Type()) ->
     return problem.gemm.k % tc_element(element).chunk == 0
 
 
+def dense_input(problem: Conv2dProblem, element: Attribute = Float16Type()) -> bool:
+    """Whether the im2col matrix is copied by ``cp.async``: the input itself (a 1x1 kernel,
+    stride 1, no padding) with each image's pixels a multiple of the 16-byte chunk's
+    elements (8 halves, 4 floats), so no chunk crosses an image."""
+    return problem.dense_pixels(tc_element(element).chunk)
+
+
 def conv2d_tc_kernel(name: str, problem: Conv2dProblem, params: MatmulTcParams,
                      element: Attribute = Float16Type(), *, gathered: Collection[int] = ()) -> tm.KernelOp:
     """The kernel ``(x, w, [bias,] y)`` for `problem` with `params`; x and w of `element`
     (f16 or bf16; f32: TF32 mma), bias and y f32. The weights are loaded with ``tm.load``
     rather than copied when `gathered` holds 1 (they have a fused prologue) or K is not a
-    multiple of the chunk (`dense_weights`). ValueError for params whose f32 tiles overflow
-    shared memory."""
+    multiple of the chunk (`dense_weights`); the input is copied when `dense_input` and
+    `gathered` does not hold 0. ValueError for params whose tiles overflow shared memory."""
     check_problem(problem, element)
     p, P, gemm, E = problem, params, problem.gemm, tc_element(element)
     check_shared_memory("conv2d_tc", P, gemm, element)
+    copied_input = dense_input(p, element) and 0 not in gathered
     f32 = Float32Type()
     types = [element, element, *([f32] if p.bias else []), f32]
     kernel = tm.KernelOp(name, [MemRefType(t, list(s)) for t, s in zip(types, p.arg_shapes)],
                          P.blocks(gemm), P.threads, kernel_attributes("conv2d_tc", {
                              **P.describe(), "dtype": E.mma_dtype, "M": gemm.m, "N": gemm.n,
-                             "K": gemm.k, **p.describe()}))
+                             "K": gemm.k, "copy_b": "cp16" if copied_input else "gather", **p.describe()}))
     name_args(kernel, ["x", "w", *(["bias"] if p.bias else []), "y"])
     x, w, *rest = kernel.args
     bias, y = (rest[0], rest[1]) if p.bias else (None, rest[0])
@@ -86,7 +98,17 @@ def conv2d_tc_kernel(name: str, problem: Conv2dProblem, params: MatmulTcParams,
             weights = TcOperand(True, w, lambda row, k: [b.add(co0, row), *b.unravel(k, taps, in_range=True)])
         else:
             weights = TcOperand(True, load=ops.a.load)
-        return TcOperands(weights, TcOperand(False, load=ops.b.load), ops.store_c)
+        if copied_input:  # column (n, oh, ow) of channel c is x[n, c0 + c, oh, ow]
+            c0 = b.mul(batch_coords[0] if batch_coords else 0, p.group_in, "c0")
+            pixels = (p.batch, *p.out_hw)
+
+            def pixel_index(col: Index, k: Index) -> list[Index]:
+                n, oh, ow = b.unravel(col, pixels, in_range=True)
+                return [n, b.add(c0, k, "ci"), oh, ow]
+            inputs = TcOperand(False, x, pixel_index)
+        else:
+            inputs = TcOperand(False, load=ops.b.load)
+        return TcOperands(weights, inputs, ops.store_c)
 
     tc_gemm(kernel, gemm, P, element, block_operands, ("group", "tile_m", "tile_n"))
     return kernel

@@ -142,7 +142,8 @@ KLOOPS: dict[str, Callable[[Params], KLoop]] = {
     # a 1x1 convolution's dense B (conv2d.Conv2dProblem.dense_b) travels in 16-byte chunks
     "conv2d_implicit_gemm": lambda params: simt_kloop(params, gathered_b=params.get("copy_b") != "cp16"),
     "matmul_tc": tc_kloop,
-    "conv2d_tc": lambda params: tc_kloop(params, gathered_b=True),
+    # the im2col B is gathered, except a 1x1 convolution's dense input (conv2d_tc.dense_input)
+    "conv2d_tc": lambda params: tc_kloop(params, gathered_b=params.get("copy_b") != "cp16"),
 }
 """The k-loop of each GEMM-like template, from its header parameters."""
 

@@ -60,6 +60,9 @@ def header(template: str, problem: MatmulProblem | Conv2dProblem, params: Any, e
     values: dict[str, int | str] = {**described, "M": gemm.m, "N": gemm.n, "K": gemm.k}
     if template.endswith("_tc"):
         values["dtype"] = element
+        if isinstance(problem, Conv2dProblem):  # a 1x1 convolution's input travels by cp.async
+            chunk = 16 // TC_ELEMENTS[element][0]  # as conv2d_tc.dense_input
+            values["copy_b"] = "cp16" if problem.dense_pixels(chunk) else "gather"
     elif isinstance(params, MatmulSimtParams):  # the SIMT engine's: how its operands travel
         copy_a, copy_b = params.copy_kinds(gemm, im2col=isinstance(problem, Conv2dProblem) and not problem.dense_b)
         values.update({"copy_a": copy_a, "copy_b": copy_b})
