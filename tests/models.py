@@ -143,3 +143,43 @@ def to_float16(model: onnx.ModelProto) -> onnx.ModelProto:
             if node.op_type == "Cast" and a.name == "to" and a.i == TensorProto.FLOAT:
                 a.i = TensorProto.FLOAT16
     return model
+
+
+def post_ln_block(m: int, d: int, seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """BERT's post-LN step in float32, ``h = LayerNorm(x); y = h @ w + b + h``: the layer
+    norm feeds a matmul and the residual add. The model of an ``(m, d)`` input ``x`` and
+    its weights (``scale``, ``bias``, ``w``, ``b``)."""
+    rng = np.random.default_rng(seed)
+    weights = {"scale": 1 + rng.standard_normal(d) / 4, "bias": rng.standard_normal(d) / 4,
+               "w": rng.standard_normal((d, d)) / np.sqrt(d), "b": rng.standard_normal(d)}
+    weights = {k: v.astype(np.float32) for k, v in weights.items()}
+    nodes = [helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["h"], axis=-1, epsilon=1e-5),
+             helper.make_node("MatMul", ["h", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["a"]),
+             helper.make_node("Add", ["a", "h"], ["y"])]
+    return make_model(nodes, {"x": (m, d)}, {"y": (m, d)}, weights), weights
+
+
+def upcast_attention_block(m: int, d: int, seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """A float16 model's attention step as exporters write one: the layer norm and the
+    softmax computed in float32 between ``Cast``s, the matmuls in float16::
+
+        h = f16(LayerNorm(f32(x)));  p = f16(Softmax(f32(h @ wq)));  y = p @ wv + h
+
+    The model of an ``(m, d)`` float16 ``x`` and its weights (``scale``, ``bias`` float32;
+    ``wq``, ``wv`` float16)."""
+    rng = np.random.default_rng(seed)
+    weights = {"scale": (1 + rng.standard_normal(d) / 4).astype(np.float32),
+               "bias": (rng.standard_normal(d) / 4).astype(np.float32),
+               "wq": (rng.standard_normal((d, d)) / np.sqrt(d)).astype(np.float16),
+               "wv": (rng.standard_normal((d, d)) / np.sqrt(d)).astype(np.float16)}
+    cast = {"to": TensorProto.FLOAT}
+    nodes = [helper.make_node("Cast", ["x"], ["x32"], **cast),
+             helper.make_node("LayerNormalization", ["x32", "scale", "bias"], ["h32"], axis=-1, epsilon=1e-5),
+             helper.make_node("Cast", ["h32"], ["h"], to=TensorProto.FLOAT16),
+             helper.make_node("MatMul", ["h", "wq"], ["s"]),
+             helper.make_node("Cast", ["s"], ["s32"], **cast),
+             helper.make_node("Softmax", ["s32"], ["p32"], axis=-1),
+             helper.make_node("Cast", ["p32"], ["p"], to=TensorProto.FLOAT16),
+             helper.make_node("MatMul", ["p", "wv"], ["a"]),
+             helper.make_node("Add", ["a", "h"], ["y"])]
+    return typed_model(nodes, {"x": (np.float16, (m, d))}, {"y": np.float16}, weights), weights

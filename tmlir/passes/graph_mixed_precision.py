@@ -26,15 +26,26 @@ How an operand is converted decides what it costs at run time:
   reads it. Every matmul reading one weight shares one converted copy;
 * a ``graph.constant`` (the pass run on its own, before ``graph-outline-constants``)
   becomes a narrow ``graph.constant`` beside it;
+* a ``graph.reshape`` (which has no kernel) becomes the reshape of its narrowed input, and
+  a value widened from the narrow type (a float16 model's ``f16 -> f32`` cast) is replaced
+  by the narrow value itself: both exact (the reshape's cast reads what a kernel writes; a
+  widened value needs no cast back);
 * anything else (an activation, or a weight with no table to hold the converted data: a
   ``.mlir`` file under ``tm-opt``) gets a ``graph.cast`` right after its definition, one
-  per value, which costs an elementwise kernel (or fuses into its consumer's group).
+  per value. ``graph-partition`` puts it in its producer's kernel, which writes the 16-bit
+  copy beside the f32 value (a *narrow copy*: the tensor-core matmul then copies it by
+  ``cp.async``), or into its reader's prologue (the reader rounds what it loads); only a
+  cast that several kernels read and no producer's kernel can write (of a model input) is
+  an elementwise kernel of its own.
 
     %y = graph.matmul %x, %w : (tensor<32x64xf32>, tensor<64x48xf32>) -> tensor<32x48xf32>
   ->
     %w_f16 = graph.weight "w.f16" : tensor<64x48xf16>
     %x_f16 = graph.cast %x : tensor<32x64xf32> -> tensor<32x64xf16>
     %y = graph.matmul %x_f16, %w_f16 : (tensor<32x64xf16>, tensor<64x48xf16>) -> tensor<32x48xf32>
+
+The originals nothing reads any more (f32 weights, constants, reshapes, widening casts)
+leave the IR.
 """
 
 from __future__ import annotations
@@ -94,7 +105,7 @@ class GraphMixedPrecision(ModulePass):
         for anchor in [o for o in op.walk() if isinstance(o, graph.MatmulOp | graph.ConvOp)]:
             if takes_tensor_cores(anchor, element, self.target_arch):
                 converter.convert_operands(anchor)
-        converter.erase_unused_weights()
+        converter.erase_unused_originals()
 
 
 def takes_tensor_cores(op: graph.MatmulOp | graph.ConvOp, element: Attribute, arch: str = "sm_90") -> bool:
@@ -139,11 +150,15 @@ class _Converter:
 
     def make_narrow(self, value: SSAValue) -> SSAValue:
         owner = value.owner
+        if isinstance(owner, graph.CastOp) and owner.input.type == self.narrow_type(value):
+            return owner.input  # a widened narrow value: the narrow value is exactly it
         if isinstance(owner, graph.WeightOp) and self.table is not None \
                 and owner.weight_name.data in self.table:
             new: Operation = graph.WeightOp(self.narrow_entry(owner.weight_name.data), self.narrow_type(value))
         elif isinstance(owner, graph.ConstantOp):
             new = graph.ConstantOp.from_array(owner.array().astype(self.numpy_dtype))
+        elif isinstance(owner, graph.ReshapeOp):  # no kernel: the reshape of the narrow input
+            new = graph.ReshapeOp(self.narrow(owner.input), self.narrow_type(value))
         else:
             new = graph.CastOp(value, self.element)
         new.results[0].name_hint = f"{value.name_hint}_{self.dtype}" if value.name_hint else None
@@ -167,10 +182,11 @@ class _Converter:
         assert isinstance(value.type, TensorType)
         return TensorType(self.element, value.type.get_shape())
 
-    def erase_unused_weights(self) -> None:
-        """The f32 weights and constants nothing reads any more leave the IR (table entries stay)."""
-        for value in self.values:
+    def erase_unused_originals(self) -> None:
+        """The f32 weights, constants, reshapes and widening casts nothing reads any more
+        leave the IR (table entries stay); a reshape first, then what it read."""
+        for value in reversed(list(self.values)):
             owner = value.owner
-            if isinstance(owner, graph.WeightOp | graph.ConstantOp) and not value.uses \
-                    and owner.parent is not None:
+            if isinstance(owner, graph.WeightOp | graph.ConstantOp | graph.ReshapeOp | graph.CastOp) \
+                    and not value.uses and owner.parent is not None:
                 Rewriter.erase_op(owner)

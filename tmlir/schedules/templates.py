@@ -183,6 +183,32 @@ def tensor_cores_cover(problem: TunableProblem, element: Attribute) -> bool:
     return True
 
 
+def copied_half_operands(op: Operation, arch: str = DEFAULT_ARCH) -> frozenset[int]:
+    """The f16/bf16 operands of `op` that its template copies straight from their buffers,
+    16 bytes at a time (``cp.async``), unless a fused prologue computes them (`kernel_for`'s
+    `prologue`: the template then gathers them element by element): both operands of a
+    ``matmul_tc`` matmul, the weights of a ``conv2d_tc`` convolution whose K is a multiple of
+    the chunk and its input when the im2col matrix is the input itself (a 1x1 stride-1
+    convolution, `conv2d_tc.dense_input`; otherwise the input is gathered). Other templates
+    read half-precision operands widened, element by element, either way."""
+    try:
+        tunable = tunable_problem(op, arch)
+    except ValueError:
+        return frozenset()
+    if tunable is None or not all(dtypes.is_narrow_float(v.type.get_element_type())  # type: ignore[attr-defined]
+                                  for v in op.operands[:2]):
+        return frozenset()
+    template, problem = tunable
+    if template == "matmul_tc":
+        return frozenset({0, 1})
+    if template == "conv2d_tc":
+        assert isinstance(problem, Conv2dProblem)
+        element = op.operands[1].type.get_element_type()  # type: ignore[attr-defined]
+        return frozenset({i for i, copied in ((0, conv2d_tc.dense_input(problem, element)),
+                                              (1, conv2d_tc.dense_weights(problem, element))) if copied})
+    return frozenset()
+
+
 @errors_about_op  # tm-opt then names the op's file:line:col
 def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None,
                pinned: TemplateParams | None = None, arch: str = DEFAULT_ARCH,

@@ -97,3 +97,35 @@ func.func @weight_without_table(%x: tensor<32x64xf32>) -> tensor<32x48xf32> {
   %y = graph.matmul %x, %w : (tensor<32x64xf32>, tensor<64x48xf32>) -> tensor<32x48xf32>
   func.return %y : tensor<32x48xf32>
 }
+
+// -----
+
+// A reshape has no kernel: its input is narrowed and reshaped instead, so the cast reads
+// the value its producer writes (graph-partition can then put it in the producer's kernel).
+// CHECK-LABEL: func.func @reshape_narrowed
+// CHECK-NEXT:    %x_f16 = graph.cast %x : tensor<2x16x64xf32> -> tensor<2x16x64xf16>
+// CHECK-NEXT:    %w_f16 = graph.weight "w.f16" : tensor<64x48xf16>
+// CHECK-NEXT:    %f_f16 = graph.reshape %x_f16 : tensor<2x16x64xf16> -> tensor<32x64xf16>
+// CHECK-NEXT:    %y = graph.matmul %f_f16, %w_f16 : (tensor<32x64xf16>, tensor<64x48xf16>) -> tensor<32x48xf32>
+// CHECK-NEXT:    func.return %y
+func.func @reshape_narrowed(%x: tensor<2x16x64xf32>) -> tensor<32x48xf32> {
+  %w = graph.constant dense<0.5> : tensor<64x48xf32>
+  %f = graph.reshape %x : tensor<2x16x64xf32> -> tensor<32x64xf32>
+  %y = graph.matmul %f, %w : (tensor<32x64xf32>, tensor<64x48xf32>) -> tensor<32x48xf32>
+  func.return %y : tensor<32x48xf32>
+}
+
+// -----
+
+// A float16 value widened to f32 (a float16 model's cast before a float32 matmul) is its
+// own narrow copy: the matmul reads it, no cast back.
+// CHECK-LABEL: func.func @widened_half
+// CHECK-NEXT:    %w_f16 = graph.weight "w.f16" : tensor<64x48xf16>
+// CHECK-NEXT:    %y = graph.matmul %x, %w_f16 : (tensor<32x64xf16>, tensor<64x48xf16>) -> tensor<32x48xf32>
+// CHECK-NEXT:    func.return %y
+func.func @widened_half(%x: tensor<32x64xf16>) -> tensor<32x48xf32> {
+  %w = graph.constant dense<0.5> : tensor<64x48xf32>
+  %x32 = graph.cast %x : tensor<32x64xf16> -> tensor<32x64xf32>
+  %y = graph.matmul %x32, %w : (tensor<32x64xf32>, tensor<64x48xf32>) -> tensor<32x48xf32>
+  func.return %y : tensor<32x48xf32>
+}

@@ -20,7 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     DenseArrayBase,
+    Float16Type,
     Float32Type,
     FloatAttr,
     IntegerAttr,
@@ -170,9 +172,18 @@ class ConvOp(IRDLOperation):
         if out != expected:
             raise VerifyException(f"result shape {list(out)} does not match expected "
                                   f"{list(expected)}")
-        types = {v.type.get_element_type() for v in (*self.operands, self.result)}  # type: ignore[attr-defined]
-        if len(types) != 1:
-            raise VerifyException("operands and result must have the same element type")
+        operands = {v.type.get_element_type() for v in (self.input, self.weight)}  # type: ignore[attr-defined]
+        results = {v.type.get_element_type() for v in (*self.operands[2:], self.result)}  # type: ignore[attr-defined]
+        if len(operands) != 1 or len(results) != 1 or (
+                operands != results and not _half_operands_f32_result(operands.pop(), results.pop())):
+            raise VerifyException("operands and result must have the same element type (or f16/bf16 "
+                                  "input and weight with an f32 bias and result)")
+
+
+def _half_operands_f32_result(operand: Attribute, result: Attribute) -> bool:
+    """A tensor-core convolution of ``graph-mixed-precision``: f16 or bf16 input and weight,
+    accumulated into an f32 bias and result."""
+    return isinstance(operand, Float16Type | BFloat16Type) and isinstance(result, Float32Type)
 
 
 def conv_transpose_output_shape(input_shape: Sequence[int], weight_shape: Sequence[int],

@@ -249,6 +249,28 @@ class CastOp(_MaskOp):
     name = "graph.cast"
     traits = traits_def(NoOpWhen())  # to the input's own type
 
+    def _float_sizes(self) -> tuple[int, int] | None:
+        """The bytes of an element of the input and of the result, when both are floats."""
+        source, target = (dtypes.from_ir(v.type.get_element_type())  # type: ignore[attr-defined]
+                          for v in (self.input, self.result))
+        if source is None or target is None or not (source.is_float and target.is_float):
+            return None
+        return source.numpy.itemsize, target.numpy.itemsize
+
+    @property
+    def narrows_float(self) -> bool:
+        """A float-to-float cast to fewer bytes (f32 to f16 or bf16, f64 to f32, ...): the
+        same values, rounded, in less memory."""
+        sizes = self._float_sizes()
+        return sizes is not None and sizes[1] < sizes[0]
+
+    @property
+    def widens_float(self) -> bool:
+        """A float-to-float cast to more bytes (f16 or bf16 to f32, ...): exact, the same
+        values in more memory."""
+        sizes = self._float_sizes()
+        return sizes is not None and sizes[1] > sizes[0]
+
     def verify_(self) -> None:
         super().verify_()
         _check_element("input", self.input.type, dtypes.DTYPES)

@@ -11,6 +11,14 @@ func.func @conv2d(%x: tensor<1x3x7x5xf32>, %w: tensor<16x3x3x3xf32>, %b: tensor<
   func.return %y : tensor<1x16x4x2xf32>
 }
 
+// graph-mixed-precision's tensor-core convolution: f16 input and weight, f32 bias and result.
+// CHECK-LABEL: func.func @half_operands
+// CHECK-NEXT:    %y = graph.conv %x, %w, %b {{.*}} : (tensor<1x8x4x4xf16>, tensor<16x8x1x1xf16>, tensor<16xf32>) -> tensor<1x16x4x4xf32>
+func.func @half_operands(%x: tensor<1x8x4x4xf16>, %w: tensor<16x8x1x1xf16>, %b: tensor<16xf32>) -> tensor<1x16x4x4xf32> {
+  %y = graph.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x8x4x4xf16>, tensor<16x8x1x1xf16>, tensor<16xf32>) -> tensor<1x16x4x4xf32>
+  func.return %y : tensor<1x16x4x4xf32>
+}
+
 // A depthwise convolution without bias, and a dilated 1-D convolution.
 // CHECK-LABEL: func.func @depthwise_and_1d
 // CHECK-NEXT:    %d = graph.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 8 : i64} : (tensor<2x8x9x9xf32>, tensor<8x1x3x3xf32>) -> tensor<2x8x9x9xf32>

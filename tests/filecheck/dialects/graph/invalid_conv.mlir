@@ -82,6 +82,22 @@ func.func @batch_norm_statistics(%x: tensor<2x3x4x5xf32>, %s: tensor<3xf32>, %m:
 
 // -----
 
+func.func @mixed_operands(%x: tensor<1x8x4x4xf16>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{operands and result must have the same element type (or f16/bf16 input and weight with an f32 bias and result)}}
+  %y = graph.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x8x4x4xf16>, tensor<16x8x1x1xf32>) -> tensor<1x16x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @f32_operands_half_result(%x: tensor<1x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{operands and result must have the same element type (or f16/bf16 input and weight with an f32 bias and result)}}
+  %y = graph.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<1x16x4x4xf16>
+  func.return
+}
+
+// -----
+
 func.func @batch_norm_rank(%x: tensor<3xf32>, %s: tensor<3xf32>) {
   // expected-error@+1 {{input must be (N, C, ...), got rank 1}}
   %y = graph.batch_norm %x, %s, %s, %s, %s {epsilon = 1.0e-05 : f32} : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
