@@ -352,3 +352,43 @@ def test_kernels_compile_without_spills(kind, params):
     assert 0 < stats.registers <= 64
     statistics = 1 if kind in ("sum", "max") else 2
     assert stats.shared_bytes == params.shared_bytes(statistics)
+
+
+# ---- the row cache ---------------------------------------------------------------------
+
+def _x_loads(kernel: tm.KernelOp) -> int:
+    return sum(isinstance(op, tm.LoadOp) and op.memref == kernel.args[0] for op in kernel.walk())
+
+
+@pytest.mark.parametrize("kind", ["softmax", "log_softmax", "layernorm"])
+def test_a_short_slice_is_read_once_and_kept_in_registers(kind):
+    """Softmax and layer norm read their row in several passes: a thread's slice of at
+    most 32 elements is loaded once (one ``tm.load`` of x, in an unrolled loop) into
+    ``row_cache``; a longer one is read again from global memory each pass."""
+    short = KERNELS[kind](RowProblem((64, 1000)), WARP_PER_ROW)  # 32 per thread
+    long = KERNELS[kind](RowProblem((8, 2048)), WARP_PER_ROW)  # 64 per thread
+    caches = [[op for op in k.walk() if isinstance(op, tm.AllocOp) and op.result.name_hint == "row_cache"]
+              for k in (short, long)]
+    assert [len(c) for c in caches] == [1, 0]
+    assert caches[0][0].result.type.get_shape() == (32,)
+    assert (_x_loads(short), _x_loads(long)) == (1, 3)  # three passes over the row
+    assert _x_loads(KERNELS["sum"](RowProblem((64, 1000)), WARP_PER_ROW)) == 1  # one pass: no cache
+    assert not any(op.result.name_hint == "row_cache" for op in KERNELS["sum"](
+        RowProblem((64, 1000)), WARP_PER_ROW).walk() if isinstance(op, tm.AllocOp))
+
+
+def test_the_row_cache_cuts_the_serial_round_trips():
+    """BERT's layer norm (128 x 768, a warp per row: 24 per thread) waits for one memory
+    round trip per pass without the cache (x three times), one with it: the H200 estimate
+    falls from 4.4 to 2.8 µs (the cost report's serial loads)."""
+    from xdsl.parser import Parser
+
+    from tmlir.backends.cost import cost_report
+
+    text = ("func.func @ln(%x: tensor<128x768xf32>, %g: tensor<768xf32>, %b: tensor<768xf32>) -> tensor<128x768xf32> {\n"
+            "  %y = graph.layer_norm %x, %g, %b {axis = 1 : i64, epsilon = 1.0e-12 : f32} : (tensor<128x768xf32>, "
+            "tensor<768xf32>, tensor<768xf32>) -> tensor<128x768xf32>\n  func.return %y : tensor<128x768xf32>\n}")
+    module = Parser(make_context(), text).parse_module()
+    LowerToCuda().apply(make_context(), module)
+    (launch,) = cost_report(module, "H200").launches
+    assert launch.estimate_seconds * 1e6 < 3.0

@@ -45,7 +45,7 @@ def layernorm_kernel(name: str, problem: RowProblem, epsilon: float = 1e-5,
     args += [("out", problem.shape)]
     stats_shape = problem.keepdims_shape
     args += [("mean", stats_shape), ("inv_std_dev", stats_shape)] if statistics else []
-    s = RowSchedule(name, "layernorm", problem, P, args, ["row_sum", "row_sq"])
+    s = RowSchedule(name, "layernorm", problem, P, args, ["row_sum", "row_sq"], cache_row=True)
     b = s.b
     cols = float(problem.cols)
     with s.rows():
@@ -64,7 +64,7 @@ def layernorm_kernel(name: str, problem: RowProblem, epsilon: float = 1e-5,
                 b.store(mean, s.args["mean"], at)
                 b.store(rstd, s.args["inv_std_dev"], at)
         with s.columns() as (index, col):
-            x = b.load(s.args["x"], index, name="v")
+            x = s.load_x(index)
             y = b.fop(arith.MulfOp, b.fop(arith.SubfOp, x, mean), rstd)
             for what, hint, op_type in (("scale", "gamma", arith.MulfOp),
                                         ("bias", "beta", arith.AddfOp)):

@@ -40,8 +40,14 @@ Kernels: :func:`reduce_kernel` (sum, mean, max, min, prod, l1, l2, sum_square, l
 log_sum_exp: a statistic with another combine, element function or finalization; its max
 and min propagate NaN, as numpy's, and take bools too: any, all),
 :func:`softmax_kernel` (and log-softmax); `RowSchedule` is what every row kernel is built on
-(``layernorm.py``, ``arg_reduce.py``). One pass over the row per statistic plus one for the output;
-the row is read again from global memory each time (no register caching yet).
+(``layernorm.py``, ``arg_reduce.py``). One pass over the row per statistic plus one for the output.
+A kernel that reads the row more than once (softmax, layer norm: ``cache_row``) keeps each
+thread's slice in registers when it is at most `CACHED_ELEMENTS` long: the first pass loads
+it from global memory into ``row_cache[k]`` (its ``repeat`` loop unrolled, so the indices
+are constants and the array stays in registers), the later passes read the registers. A
+row is then one round trip to memory instead of one per pass (the latency model's serial
+loads), and a fused prologue computing ``x`` runs once per element, not once per pass.
+Longer slices are read again from global memory each pass (L2 hits).
 """
 
 from __future__ import annotations
@@ -68,6 +74,9 @@ REDUCE_KINDS = ("sum", "mean", "max", "min", "prod", "l1", "l2", "sum_square", "
 DEFAULT_BLOCK = 256
 #: Above this many columns a row gets more than one warp by default.
 WARP_PER_ROW_MAX_COLS = 1024
+#: The longest slice of a row one thread keeps in registers (``cache_row``): a warp per
+#: row of up to 1024 columns, or 64 to 1024 threads on longer ones, is 32 at most.
+CACHED_ELEMENTS = 32
 
 
 def _is_pow2(x: int) -> bool:
@@ -272,10 +281,12 @@ class RowSchedule:
     def __init__(self, name: str, op: str, problem: RowProblem, params: ReduceParams,
                  args: Sequence[tuple[str, Sequence[int]] | tuple[str, Sequence[int], Attribute]],
                  statistics: Sequence[str | tuple[str, Attribute]],
-                 float_type: Attribute = Float32Type()) -> None:
+                 float_type: Attribute = Float32Type(), cache_row: bool = False) -> None:
         """`args`: (name, shape[, element type (default `float_type`)]) of each kernel
         argument; `statistics`: the name[, and type (default `float_type`)] of each
-        statistic. `float_type` is what the kernel computes in: f32, or f64 (in double)."""
+        statistic. `float_type` is what the kernel computes in: f32, or f64 (in double).
+        `cache_row`: the kernel reads ``x`` in several passes (`load_x`), so a thread's
+        slice of at most `CACHED_ELEMENTS` stays in registers after the first."""
         self.float_type = float_type
         self.p, self.P = problem, params
         strided = {"axes": ",".join(map(str, problem.reduced))} if problem.strided else {}
@@ -297,6 +308,13 @@ class RowSchedule:
             if type not in self.accs:
                 register = tm.AllocOp("register", MemRefType(type, [1]))
                 self.accs[type] = b.insert(register, f"acc_{type}").results[0]
+        k = params.per_thread(problem)
+        self.row_cache: SSAValue | None = None
+        if cache_row and k <= CACHED_ELEMENTS:
+            x_type = self.args["x"].type.element_type  # type: ignore[attr-defined]
+            self.row_cache = b.insert(tm.AllocOp("register", MemRefType(x_type, [k])), "row_cache").results[0]
+        self.row_cached = False  # a pass has loaded the slice into row_cache
+        self._loaded = False  # the current pass loads x from global memory
         shape = [params.rows_per_block, params.warps_per_row]
         self.partials = {
             s: b.insert(tm.AllocOp("shared", MemRefType(type, shape)), f"{s}_partial").results[0]
@@ -329,11 +347,8 @@ class RowSchedule:
         index in the input, its coordinates in the reduced dims)."""
         b, p, P = self.b, self.p, self.P
         k, t = P.per_thread(p), P.threads_per_row
-        if t == 1:
-            mapping, worker = repeat(k), None
-        else:
-            mapping, worker = (spatial(t) if k == 1 else repeat(k) * spatial(t)), self.t
-        with b.for_task(mapping, worker, ["c"]) as (c,):
+        self._loaded = False
+        with self._slice(k, t) as c:
             conditions = [self.row_ok] if self.row_ok is not None else []
             if p.cols % t:
                 conditions.append(b.lt(c, p.cols, "in_row"))
@@ -343,6 +358,38 @@ class RowSchedule:
             with b.if_(condition) if condition is not None else nullcontext():
                 col = b.unravel(c, p.col_shape, in_range=True)
                 yield p.index(self.row_coords, col), col
+        if self.row_cache is not None and self._loaded:
+            self.row_cached = True
+
+    @contextmanager
+    def _slice(self, k: int, t: int) -> Iterator[SSAValue]:
+        """The column of each of the thread's `k` tasks (``repeat(k) * spatial(t)``); with
+        a row cache, the repeat unrolled and its index kept (``slot``) to address the cache."""
+        b = self.b
+        if self.row_cache is not None:
+            mapping = repeat(k, 1, unroll=[True, True]) * spatial(1, t)
+            with b.for_task(mapping, self.t if t > 1 else None, ["slot", "tc"]) as (slot, tc):
+                self.slot = slot
+                yield b.add(b.mul(slot, t), tc, "c")
+            return
+        if t == 1:
+            mapping, worker = repeat(k), None
+        else:
+            mapping, worker = (spatial(t) if k == 1 else repeat(k) * spatial(t)), self.t
+        with b.for_task(mapping, worker, ["c"]) as (c,):
+            yield c
+
+    def load_x(self, index: Sequence[Index], name: str = "v") -> SSAValue:
+        """Element `index` of ``x`` in a `columns` pass: from the row cache once a pass has
+        filled it, else from global memory (into the cache, if there is one)."""
+        b = self.b
+        if self.row_cache is not None and self.row_cached:
+            return b.load(self.row_cache, [self.slot], name=name)
+        value = b.load(self.args["x"], index, name=name)
+        if self.row_cache is not None:
+            b.store(value, self.row_cache, [self.slot])
+            self._loaded = True
+        return value
 
     def statistic(self, name: str, combine: Combine,
                   element: Callable[[SSAValue], SSAValue] = lambda x: x,
@@ -355,7 +402,7 @@ class RowSchedule:
         acc = self.accs[type]
         b.store(b.constant(combine.identity, type), acc, [0])
         with self.columns() as (index, col):
-            x = b.load(self.args["x"], index, name="v")
+            x = self.load_x(index)
             value = element_at(x, col) if element_at is not None else element(x)
             b.store(combine.apply(b, b.load(acc, [0]), value, None), acc, [0])
         value = self._butterfly(b.load(acc, [0], name=name), combine, P.lanes_per_row, name)
@@ -478,7 +525,7 @@ def softmax_kernel(name: str, problem: RowProblem, log: bool = False,
     P = _params(problem, params, element)
     op = "log_softmax" if log else "softmax"
     s = RowSchedule(name, op, problem, P, [("x", problem.shape), ("out", problem.shape)],
-                     ["row_max", "row_sum"], float_type=element)
+                     ["row_max", "row_sum"], float_type=element, cache_row=True)
     b = s.b
     with s.rows():
         row_max = s.statistic("row_max", MAXNUM)
@@ -490,7 +537,7 @@ def softmax_kernel(name: str, problem: RowProblem, log: bool = False,
         else:
             inv_sum = b.fop(arith.DivfOp, b.constant(1.0, element), row_sum, name="inv_sum")
         with s.columns() as (index, _):
-            shifted = b.fop(arith.SubfOp, b.load(s.args["x"], index, name="v"), row_max)
+            shifted = b.fop(arith.SubfOp, s.load_x(index), row_max)
             y = (b.fop(arith.SubfOp, shifted, log_sum) if log
                  else b.fop(arith.MulfOp, b.fop(xmath.ExpOp, shifted), inv_sum))
             b.store(y, s.args["out"], index)

@@ -13,10 +13,12 @@ from tmlir.schedules.reduce import RowProblem, reduce_kernel, softmax_kernel
 
 # BLOCK-LABEL: tm.kernel @softmax_0(%x: memref<5x4096xf32>, %out: memref<5x4096xf32>) grid(5) block(256)
 # BLOCK-SAME:    tm.template = "reduce", tm.params = {op = "softmax", threads_per_row = 256 : i64, rows_per_block = 1 : i64
-# One register accumulator, one shared partial buffer per statistic (1 row x 8 warps):
+# One register accumulator, the thread's 16 columns cached in registers (softmax reads
+# the row three times), one shared partial buffer per statistic (1 row x 8 warps):
 # BLOCK-NEXT:    %bid = tm.block_id
 # BLOCK-NEXT:    %tid = tm.thread_id
 # BLOCK-NEXT:    %acc = tm.alloc register : memref<1xf32>
+# BLOCK-NEXT:    %row_cache = tm.alloc register : memref<16xf32>
 # BLOCK-NEXT:    %row_max_partial = tm.alloc shared : memref<1x8xf32>
 # BLOCK-NEXT:    %row_sum_partial = tm.alloc shared : memref<1x8xf32>
 # Rows over blocks, threads over (row, thread-in-row):
@@ -24,9 +26,12 @@ from tmlir.schedules.reduce import RowProblem, reduce_kernel, softmax_kernel
 # BLOCK-NEXT:      tm.for_task (%r, %t) in spatial(1, 256) on %tid {
 # BLOCK:             %warp = arith.divui %t
 # BLOCK:             %lane = arith.remui %t
-# The row max: each thread's strided slice (16 columns, 256 apart) ...
-# BLOCK:             tm.for_task (%c) in repeat(16) * spatial(256) on %t {
+# The row max: each thread's strided slice (16 columns, 256 apart, unrolled: the cache's
+# indices are constants), loaded into the cache ...
+# BLOCK:             tm.for_task (%slot, %tc) in repeat(16, 1, unroll=[true, true]) * spatial(1, 256) on %t {
+# BLOCK:               %c = arith.addi
 # BLOCK-NEXT:          %v = tm.load %x[%row, %c] : memref<5x4096xf32>
+# BLOCK-NEXT:          tm.store %v, %row_cache[%slot] : memref<16xf32>
 # BLOCK:               arith.maxnumf
 # BLOCK:             }
 # ... the butterfly within each warp ...
@@ -58,9 +63,11 @@ from tmlir.schedules.reduce import RowProblem, reduce_kernel, softmax_kernel
 # BLOCK-NEXT:        %row_max_8 = arith.maxnumf %row_max_7, %row_max_xor2_1 : f32
 # BLOCK-NEXT:        %row_max_xor1_1 = tm.shuffle xor %row_max_8, 1 : f32
 # BLOCK-NEXT:        %row_max_9 = arith.maxnumf %row_max_8, %row_max_xor1_1 : f32
-# The sum of exp(x - max), the same way into its own partial buffer (one more barrier) ...
-# BLOCK:             tm.for_task (%c_1) in repeat(16) * spatial(256) on %t {
-# BLOCK:               arith.subf %v_1, %row_max_9
+# The sum of exp(x - max), from the cached row, the same way into its own partial buffer
+# (one more barrier) ...
+# BLOCK:             tm.for_task (%slot_1, %tc_1) in repeat(16, 1, unroll=[true, true]) * spatial(1, 256) on %t {
+# BLOCK:               %v_1 = tm.load %row_cache[%slot_1] : memref<16xf32>
+# BLOCK-NEXT:          arith.subf %v_1, %row_max_9
 # BLOCK-NEXT:          math.exp
 # BLOCK:             %row_sum_xor16 = tm.shuffle xor %row_sum, 16 : f32
 # BLOCK:             tm.store %row_sum_5, %row_sum_partial[%r, %warp] : memref<1x8xf32>
@@ -69,8 +76,9 @@ from tmlir.schedules.reduce import RowProblem, reduce_kernel, softmax_kernel
 # ... then every element: exp(x - max) / sum, with no further barrier.
 # BLOCK-NOT:         tm.barrier
 # BLOCK:             %inv_sum = arith.divf %{{[0-9]+}}, %row_sum_9 : f32
-# BLOCK-NEXT:        tm.for_task (%c_2) in repeat(16) * spatial(256) on %t {
-# BLOCK-NEXT:          %v_2 = tm.load %x[%row, %c_2] : memref<5x4096xf32>
+# BLOCK-NEXT:        tm.for_task (%slot_2, %tc_2) in repeat(16, 1, unroll=[true, true]) * spatial(1, 256) on %t {
+# BLOCK:               %c_2 = arith.addi
+# BLOCK-NEXT:          %v_2 = tm.load %row_cache[%slot_2] : memref<16xf32>
 # BLOCK-NEXT:          %[[S:[0-9]+]] = arith.subf %v_2, %row_max_9 : f32
 # BLOCK-NEXT:          %[[E:[0-9]+]] = math.exp %[[S]] : f32
 # BLOCK-NEXT:          %[[Y:[0-9]+]] = arith.mulf %[[E]], %inv_sum : f32
