@@ -9,7 +9,10 @@ file is its export, and the manifest beside it (`models.json`) says what its inp
 **The comparison is fair by construction.** Both sides run the same batch-1 inputs at the
 same precision: ``fp32`` is TF32 off for both (torch: ``allow_tf32`` False for matmul and
 cuDNN, ``set_float32_matmul_precision("highest")``; tmlir: ``precision="fp32"``); ``tf32``
-is TF32 on for both (torch: ``"high"`` and ``allow_tf32`` True; tmlir: ``precision="tf32"``).
+is TF32 on for both (torch: ``"high"`` and ``allow_tf32`` True; tmlir: ``precision="tf32"``);
+``fp16`` is matmuls and convolutions on f16 operands with f32 accumulation, the rest in
+f32, on both (torch: ``torch.autocast(dtype=float16)``, whose op lists are the same split;
+tmlir: ``precision="fp16"``, `graph-mixed-precision`).
 Both replay CUDA graphs where the mode has them (tmlir's session, torch.compile's
 ``reduce-overhead`` and ``max-autotune``), and every latency is timed the same way
 (`common.latency`: wall time between ``torch.cuda.synchronize()`` calls after warm-up,
@@ -48,6 +51,7 @@ on emu: a check of this script, whose times mean nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -64,9 +68,9 @@ from common import BUDGET_SKIP, DRY_RUN_SKIP, latency, relative_error, repo_path
 from kernel_costs import profile_record
 
 ROOT = Path(__file__).resolve().parents[2]
-PRECISIONS = ("fp32", "tf32")
+PRECISIONS = ("fp32", "tf32", "fp16")
 #: Agreement of tmlir's logits with the fp32 reference: relative error (max |diff| / max |ref|).
-AGREE_RTOL = {"fp32": 1e-3, "tf32": 2e-2}
+AGREE_RTOL = {"fp32": 1e-3, "tf32": 2e-2, "fp16": 2e-2}
 #: torch.compile's modes, in the order they run (the most telling first), by stage name.
 TORCH_MODES = {"torch_max_autotune": "max-autotune", "torch_reduce_overhead": "reduce-overhead",
                "torch_compile": "default"}
@@ -293,9 +297,16 @@ def gpu_run(path: Path, name: str, stages: Stages, spec: dict[str, Any], precisi
         state["session"], state["feed"] = session, feed
         return result
 
+    def autocast() -> Any:
+        """fp16: torch's mixed precision (f16 matmuls and convolutions, f32 elsewhere); a
+        no-op context at fp32 and tf32. On the CPU (--cpu) bf16, which it supports."""
+        if precision != "fp16":
+            return contextlib.nullcontext()
+        return torch.autocast(device, dtype=torch.float16 if device == "cuda" else torch.bfloat16)
+
     def torch_eager() -> dict[str, Any]:
         def run() -> None:
-            with torch.no_grad():
+            with torch.no_grad(), autocast():
                 model(**inputs)
 
         return timed(run)
@@ -308,7 +319,7 @@ def gpu_run(path: Path, name: str, stages: Stages, spec: dict[str, Any], precisi
         def run() -> Any:
             if graphs:
                 torch.compiler.cudagraph_mark_step_begin()
-            with torch.no_grad():
+            with torch.no_grad(), autocast():
                 return compiled(**inputs)
 
         start = time.perf_counter()
@@ -376,7 +387,8 @@ def main() -> None:
     parser.add_argument("--name", required=True, help="its name in examples/make_hf_models.py")
     parser.add_argument("--out", type=Path, required=True, help="the result JSON")
     parser.add_argument("--precision", choices=PRECISIONS, default="fp32",
-                        help="fp32: TF32 off on both sides; tf32: TF32 on on both sides")
+                        help="fp32: TF32 off on both sides; tf32: TF32 on on both sides; fp16: f16 "
+                             "matmuls and convolutions on both sides (torch autocast)")
     parser.add_argument("--gpu", default=None,
                         help="the latency model's GPU for the estimates (default: GPU 0's, else H200)")
     parser.add_argument("--deadline", type=float, default=None,

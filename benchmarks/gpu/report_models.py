@@ -22,6 +22,8 @@ TOP_KERNELS = 12
 PRECISION_TITLES = {
     "fp32": "fp32: TF32 off on both sides (torch `highest`, allow_tf32 False; tmlir `precision=\"fp32\"`)",
     "tf32": "tf32: TF32 on on both sides (torch `high`, allow_tf32 True; tmlir `precision=\"tf32\"`)",
+    "fp16": "fp16: f16 matmuls and convolutions, f32 accumulation, on both sides (torch autocast float16; "
+            "tmlir `precision=\"fp16\"`)",
 }
 
 

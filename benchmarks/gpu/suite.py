@@ -10,8 +10,10 @@ Two lanes run at once (docs/gpu.md):
   first: ``pytest`` (``pytest -m gpu tests``), ``latency MODEL fp32`` for each model
   (`model_latency.py`: tmlir against torch eager and torch.compile's default,
   reduce-overhead and max-autotune modes, TF32 off on both sides, then tmlir's per-kernel
-  profile beside the latency model), ``matmul SHAPE`` (`benchmarks/matmul.py`: every
-  candidate against torch.matmul), then ``latency MODEL tf32`` (TF32 on on both sides);
+  profile beside the latency model), ``latency MODEL fp16`` (f16 matmuls and convolutions
+  on both sides: tmlir's ``precision="fp16"`` against torch's autocast), ``matmul SHAPE``
+  (`benchmarks/matmul.py`: every candidate against torch.matmul), then ``latency MODEL
+  tf32`` (TF32 on on both sides);
 - the **preparation lane** does the CPU work ahead of them: it exports the models
   (``export NAME``, `examples/make_hf_models.py`) and, on a GPU, compiles what each GPU
   step will load into tmlir's caches (``warm ...``), in the GPU lane's order.
@@ -54,7 +56,7 @@ DEFAULT_SHAPES = ("1024x1024x1024", "1000x999x1001", "1x4096x4096", "2048x2048x2
 DEFAULT_MODELS = ("bert_base", "gpt2_124m", "resnet50")
 #: Full-size models (their ONNX in --model-dir); others are the small ones of examples/models/.
 FULL_MODELS = DEFAULT_MODELS
-STEPS = ("pytest", "models", "matmul", "tf32")
+STEPS = ("pytest", "models", "fp16", "matmul", "tf32")
 #: A step is not started with fewer seconds than this left.
 MIN_STEP_SECONDS = 15
 #: Of a GPU run's budget, what the steps leave for the end: a killed step's grace period
@@ -209,10 +211,13 @@ class Job:
 
 def plan(steps: list[str], models: list[str], shapes: list[str]) -> list[Job]:
     """The GPU lane's jobs, the most telling first: the GPU tests (which the model exports
-    overlap), every model in fp32, the matmul shapes, every model in tf32."""
+    overlap), every model in fp32, every model in fp16 (tensor cores, against torch's
+    autocast), the matmul shapes, every model in tf32."""
     jobs = [Job("pytest", "pytest")] if "pytest" in steps else []
     if "models" in steps:
         jobs += [Job("latency", f"latency {m} fp32", m, "fp32") for m in models]
+    if "fp16" in steps:
+        jobs += [Job("latency", f"latency {m} fp16", m, "fp16") for m in models]
     if "matmul" in steps:
         jobs += [Job("matmul", f"matmul {s}", shape=s) for s in shapes]
     if "tf32" in steps:
@@ -357,7 +362,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="seconds for the whole suite (default 480: 8 minutes of a 10-minute call)")
     parser.add_argument("--steps", default=",".join(STEPS),
                         help=f"comma-separated steps to run (default: {','.join(STEPS)}): the GPU tests, "
-                             "the models in fp32, the matmul shapes, the models in tf32")
+                             "the models in fp32, the models in fp16, the matmul shapes, the models in tf32")
     parser.add_argument("--tests", default=None, metavar="EXPR",
                         help="pytest -k expression selecting GPU tests (default: all)")
     parser.add_argument("--matmul-shapes", nargs="*", default=list(DEFAULT_SHAPES), metavar="MxNxK[:f16]",

@@ -117,10 +117,11 @@ def test_full_dry_run(tmp_path: Path) -> None:
                       "--budget", "3600", timeout=3900)
     assert steps["pytest"]["detail"]["failures"] == 0 and steps["pytest"]["detail"]["skipped"] > 0
     for name in names:
-        for precision in ("fp32", "tf32"):
+        for precision in ("fp32", "fp16", "tf32"):
             check_latency(steps[f"latency {name} {precision}"], small=False)
-        templates = {row["template"] for row in steps[f"latency {name} tf32"]["detail"]["cost"]["launches"]}
-        assert {"matmul_tc", "conv2d_tc"} & templates, name  # tf32 puts matmuls and convolutions on tensor cores
+        for precision in ("fp16", "tf32"):  # matmuls and convolutions on tensor cores
+            templates = {row["template"] for row in steps[f"latency {name} {precision}"]["detail"]["cost"]["launches"]}
+            assert {"matmul_tc", "conv2d_tc"} & templates, (name, precision)
     for name, step in steps.items():
         if name.startswith("matmul "):
             assert step["detail"]["compiled"] == step["detail"]["candidates"] > 0, name
