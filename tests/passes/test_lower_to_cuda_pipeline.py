@@ -22,10 +22,14 @@ def test_default_passes_are_the_default_pipeline():
 
 
 def test_fusion_false_drops_graph_partition():
-    """And graph-merge-matmuls, whose slices pay only when fused."""
+    """And graph-merge-matmuls, whose slices pay only when fused, and graph-fuse-attention
+    (the unfused baseline keeps attention's three kernels)."""
     names = _names(LowerToCuda(fusion=False).passes())
-    assert "graph-partition" not in names and "graph-merge-matmuls" not in names
-    assert names == [n for n in _names(PIPELINE) if n not in ("graph-partition", "graph-merge-matmuls")]
+    fused_only = ("graph-partition", "graph-merge-matmuls", "graph-fuse-attention")
+    assert not set(fused_only) & set(names)
+    assert names == [n for n in _names(PIPELINE) if n not in fused_only]
+    fused = _names(PIPELINE)
+    assert fused.index("graph-merge-matmuls") < fused.index("graph-fuse-attention") < fused.index("graph-partition")
     assert any(isinstance(p, GraphPartition) for p in LowerToCuda(fusion=True).passes())
 
 

@@ -1,12 +1,12 @@
 """``lower-to-cuda``: the default pipeline from graph-level IR to the gpu level.
 
 ``graph-outline-constants`` → ``graph-fold-empty`` → ``graph-canonicalize`` →
-``graph-fold-batchnorm`` → ``graph-merge-matmuls`` → ``graph-partition`` →
+``graph-fold-batchnorm`` → ``graph-merge-matmuls`` → ``graph-fuse-attention`` → ``graph-partition`` →
 ``convert-graph-to-tm`` → ``tm-lower-mappings`` → ``convert-tm-to-gpu`` → ``arith-simplify``
 → ``cse``. ``tm-opt model.onnx -p lower-to-cuda -t
 cuda`` prints the CUDA C of a model (``--print-between-passes`` shows the IR after each
 inner pass); ``-p 'lower-to-cuda{fusion=false}'`` leaves out
-``graph-merge-matmuls`` and ``graph-partition``, so every graph op gets a kernel of its own
+``graph-merge-matmuls``, ``graph-fuse-attention`` and ``graph-partition``, so every graph op gets a kernel of its own
 (the unfused baseline).
 ``-p 'lower-to-cuda{precision=fp16}'`` (or ``bf16``) runs ``graph-mixed-precision`` before
 ``graph-partition``: float32 matmuls that fit the tensor-core template read f16 (bf16)
@@ -31,6 +31,7 @@ from tmlir.passes.convert_tm_to_gpu import ConvertTmToGpu
 from tmlir.passes.graph_canonicalize import GraphCanonicalize
 from tmlir.passes.graph_fold_batchnorm import GraphFoldBatchnorm
 from tmlir.passes.graph_fold_empty import GraphFoldEmpty
+from tmlir.passes.graph_fuse_attention import GraphFuseAttention
 from tmlir.passes.graph_merge_matmuls import GraphMergeMatmuls
 from tmlir.passes.graph_mixed_precision import GraphMixedPrecision
 from tmlir.passes.graph_outline_constants import GraphOutlineConstants
@@ -57,6 +58,7 @@ def pipeline(fusion: bool = True, convert: ConvertGraphToTm | None = None,
         GraphCanonicalize(),
         GraphFoldBatchnorm(),
         *([GraphMergeMatmuls()] if fusion else []),
+        *([GraphFuseAttention()] if fusion else []),
         *([GraphMixedPrecision(mixed, arch)] if mixed else []),  # type: ignore[arg-type]
         *([GraphPartition()] if fusion else []),
         convert or ConvertGraphToTm(),

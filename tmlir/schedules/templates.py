@@ -33,6 +33,7 @@ reductions, softmax, layer norm, pools ``reduction_ops.py`` → ``reduce.py``, `
 data movement                          ``data_movement.py`` (one thread per element)
 ``take``, ``gather_nd``, ...           ``indexing.py`` (run-time indices)
 ``recurrence``                         ``recurrent.py`` (time loop in one kernel, state on chip)
+``attention``                          ``attention.py`` (online softmax, scores on chip)
 =====================================  ==================================================
 """
 
@@ -47,6 +48,7 @@ from tmlir import dtypes
 from tmlir.dialects import graph, tm
 from tmlir.ir.diagnostics import errors_about_op
 from tmlir.schedules import (
+    attention,
     conv,
     conv2d_tc,
     data_movement,
@@ -68,7 +70,7 @@ from tmlir.schedules.model_choice import REFERENCE_ARCH, default_of
 from tmlir.schedules.registry import NoTemplate, kernel_builder
 from tmlir.schedules.tc_gemm import MatmulTcParams
 
-FAMILIES = (conv, data_movement, elementwise_functions, indexing, normalization, pool_indices,
+FAMILIES = (attention, conv, data_movement, elementwise_functions, indexing, normalization, pool_indices,
             recurrent, reduction_ops)
 """The family modules: importing one registers its kernel builders (``registry.py``), which
 `kernel_for` finds by the op's type."""

@@ -3,12 +3,13 @@
 // RUN: filecheck %s --input-file %t.mlir --check-prefix=OUT
 //
 // tm-opt runs lower-to-cuda's inner passes as passes of its own pipeline: the IR is
-// printed after each of them, and each is timed. {fusion=false} leaves out graph-merge-matmuls
-// and graph-partition.
+// printed after each of them, and each is timed. {fusion=false} leaves out graph-merge-matmuls,
+// graph-fuse-attention and graph-partition.
 
 // CHECK:      IR after graph-canonicalize:
 // CHECK:      graph.matmul
 // CHECK:      IR after graph-fold-batchnorm:
+// CHECK-NOT:  IR after graph-fuse-attention:
 // CHECK-NOT:  IR after graph-partition:
 // CHECK:      IR after convert-graph-to-tm:
 // CHECK:      tm.kernel @matmul_0
@@ -24,6 +25,7 @@
 // TIME:      Pass graph-canonicalize took
 // TIME-NEXT: Pass graph-fold-batchnorm took
 // TIME-NEXT: Pass graph-merge-matmuls took
+// TIME-NEXT: Pass graph-fuse-attention took
 // TIME-NEXT: Pass graph-partition took
 // TIME-NEXT: Pass convert-graph-to-tm took
 // TIME-NEXT: Pass tm-lower-mappings took

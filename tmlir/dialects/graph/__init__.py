@@ -24,7 +24,8 @@ One module per op family: ``weight``, ``constant`` (data written inline), ``elem
 ``matmul``, ``reductions`` (reduce, softmax, normalization, pools), ``normalization`` (Lp
 pool, LRN), ``pool_indices`` (max pool with argmax), ``conv``, ``data_movement``, ``resize``, ``indexing`` (run-time
 indices), ``logic`` (comparisons, logical ops, ``where``, ``cast``), ``recurrent`` (the
-time loop of LSTM, GRU and RNN layers) and ``fused`` (fusion groups); shape
+time loop of LSTM, GRU and RNN layers), ``attention`` (scaled dot-product attention) and
+``fused`` (fusion groups); shape
 helpers in ``shapes``. Each module's ``__all__`` is what it adds to the dialect: its ops are
 registered and its names are importable from ``tmlir.dialects.graph``. What passes and
 schedules need to know about an op (``Injective``, ``AnyElementType``, ``NoOpWhen``) is
@@ -39,6 +40,7 @@ from xdsl.ir import Dialect
 from xdsl.irdl import IRDLOperation
 
 from tmlir.dialects.graph import (
+    attention,
     constant,
     conv,
     data_movement,
@@ -54,6 +56,7 @@ from tmlir.dialects.graph import (
     resize,
     weight,
 )
+from tmlir.dialects.graph.attention import *  # noqa: F403
 from tmlir.dialects.graph.constant import *  # noqa: F403
 from tmlir.dialects.graph.conv import *  # noqa: F403
 from tmlir.dialects.graph.data_movement import *  # noqa: F403
@@ -73,7 +76,7 @@ from tmlir.dialects.graph.weight import *  # noqa: F403
 
 FAMILIES: tuple[ModuleType, ...] = (weight, constant, elementwise, matmul, reductions, normalization,
                                     pool_indices, conv, data_movement, resize, indexing, logic,
-                                    recurrent, fused)
+                                    recurrent, attention, fused)
 
 
 def family_ops(module: ModuleType) -> list[type[IRDLOperation]]:
