@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tmlir.plugins",),  # what plugins added; the registries above read it
     ("tmlir.progress",),
     ("tmlir.layout",),  # its grammar builds on the task mappings'
+    ("tmlir.wgmma_layouts",),  # Hopper's shared-memory operand layouts, on the data layouts
     ("tmlir.ir",),  # syntax helpers and shared op bases of the dialects
     ("tmlir.dialects",),
     ("tmlir.ir.builder", "tmlir.context"),

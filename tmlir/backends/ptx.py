@@ -33,8 +33,12 @@ from tmlir.backends.cache import cache_key, cached_file, cached_path
 if TYPE_CHECKING:
     from tmlir.backends.cuda_c import CudaProgram
 
-#: Target architectures accepted by `compile_ptx`, `compile_cubin` and `ptxas_stats`.
+#: The GPU architectures tmlir compiles and schedules for (``target-arch``, ``--arch``).
 SUPPORTED_ARCHS = ("sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_100", "sm_120")
+#: Arch-specific targets (code for that GPU only): sm_90a has Hopper's wgmma.
+ARCH_SPECIFIC = ("sm_90a",)
+#: What `compile_ptx`, `compile_cubin`, `ptxas_stats` and the ptx/cubin/report targets accept.
+COMPILE_ARCHS = SUPPORTED_ARCHS + ARCH_SPECIFIC
 #: Flags given to both compilers (besides the architecture).
 COMMON_FLAGS = ("-std=c++17",)
 
@@ -60,9 +64,10 @@ def _compile_error(compiler: str, what: str, arch: str, log: str) -> CudaCompile
 
 
 def check_arch(arch: str) -> str:
-    """Return the compute capability digits of `arch` ("sm_90" -> "90"); ValueError if unknown."""
-    if arch not in SUPPORTED_ARCHS:
-        raise ValueError(f"unsupported CUDA arch {arch!r}; valid: {', '.join(SUPPORTED_ARCHS)}")
+    """Return the compute capability digits of `arch` ("sm_90" -> "90", "sm_90a" -> "90a");
+    ValueError if unknown."""
+    if arch not in COMPILE_ARCHS:
+        raise ValueError(f"unsupported CUDA arch {arch!r}; valid: {', '.join(COMPILE_ARCHS)}")
     return arch.removeprefix("sm_")
 
 

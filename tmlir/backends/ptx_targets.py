@@ -31,9 +31,9 @@ from xdsl.utils.arg_spec import ArgSpec
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
-from tmlir.backends.cuda_c import CudaProgram, above_gpu_level, emit_cuda
+from tmlir.backends.cuda_c import CudaEmitError, CudaProgram, above_gpu_level, emit_cuda
 from tmlir.backends.ptx import (
-    SUPPORTED_ARCHS,
+    COMPILE_ARCHS,
     CudaCompileError,
     KernelStats,
     compile_cubin,
@@ -41,7 +41,7 @@ from tmlir.backends.ptx import (
     kernel_stats,
     with_dynamic_shared,
 )
-from tmlir.ir.diagnostics import attach_op
+from tmlir.ir.diagnostics import attach_op, failing_op
 
 COMPILERS = ("auto", "nvrtc", "nvcc")
 FORMATS = ("table", "json")
@@ -75,7 +75,7 @@ class _GpuTarget(Target):
     """`nvrtc` (in-process), `nvcc`, or `auto`: NVRTC when its library loads, else nvcc."""
 
     def __post_init__(self) -> None:
-        _choice(self.name, "arch", self.arch, SUPPORTED_ARCHS)
+        _choice(self.name, "arch", self.arch, COMPILE_ARCHS)
         _choice(self.name, "compiler", self.compiler, COMPILERS)
 
     def program(self, module: ModuleOp) -> CudaProgram:
@@ -84,7 +84,12 @@ class _GpuTarget(Target):
         if leftover is not None:
             raise attach_op(TargetError(f"'{leftover.name}' is above the gpu level; "
                                         f"run -p lower-to-cuda before -t {self.name}"), leftover)
-        program = emit_cuda(module)
+        try:
+            program = emit_cuda(module, self.arch)
+        except CudaEmitError as exc:  # an op the arch lacks
+            op = failing_op(exc)
+            error = TargetError(f"-t {self.name}: {exc}")
+            raise (error if op is None else attach_op(error, op)) from None
         if not program.kernels:
             raise TargetError(f"-t {self.name}: the module has no tmgpu.kernel to compile")
         return program

@@ -13,7 +13,8 @@ are warp-collective emulations. For example::
 
 returns the three cp.async definitions wrapped in one ``#ifndef TMLIR_EMU`` block.
 `tensor_core_call` is the other side: the CUDA printer's call of a primitive for a
-``tmgpu`` tensor-core op.
+``tmgpu`` tensor-core op. Hopper's primitives (wgmma, mbarriers, bulk copies) are defined
+in tmlir.backends.hopper; `prelude_for` includes them the same way.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from tmlir.backends import hopper
 from tmlir.dialects import tmgpu
 
 _MMA = """\
@@ -114,22 +116,28 @@ DEFINITIONS: dict[str, str] = {
     "tmlir_cp_async_wait": _CP_ASYNC_WAIT,
 }
 
-_HEADER = ("// Tensor-core primitives (tmlir/backends/tensor_core.py): inline PTX for sm_80+;\n"
-           "// the emu backend defines them itself (tmlir_emu_tc.h).\n#ifndef TMLIR_EMU\n")
+#: Every primitive: these and Hopper's (tmlir.backends.hopper), in prelude order.
+ALL_DEFINITIONS: dict[str, str] = {**DEFINITIONS, **hopper.DEFINITIONS}
+
+_HEADER = ("// Tensor-core primitives (tmlir/backends/tensor_core.py, hopper.py): inline PTX for sm_80+\n"
+           "// (Hopper's for sm_90/sm_90a); the emu defines them itself (tmlir_emu_tc.h, tmlir_emu_hopper.h).\n"
+           "#ifndef TMLIR_EMU\n")
 
 
 def used_primitives(source: str) -> list[str]:
-    """The names of `DEFINITIONS` that `source` mentions as whole identifiers, in prelude order."""
-    return [name for name in DEFINITIONS if re.search(rf"\b{name}\b", source)]
+    """The names of `ALL_DEFINITIONS` that `source` mentions as whole identifiers, in prelude order."""
+    return [name for name in ALL_DEFINITIONS if re.search(rf"\b{name}\b", source)]
 
 
 def prelude_for(source: str) -> str:
-    """The definitions of the primitives `source` uses, in one ``#ifndef TMLIR_EMU`` block;
-    empty if it uses none."""
+    """The definitions of the primitives `source` uses, in one ``#ifndef TMLIR_EMU`` block
+    (after an ``#error`` for device archs that lack a Hopper one it uses); empty if it uses
+    none."""
     used = used_primitives(source)
     if not used:
         return ""
-    return _HEADER + "".join(DEFINITIONS[name] for name in used) + "#endif  // TMLIR_EMU\n"
+    return (_HEADER + hopper.arch_guards(used) + "".join(ALL_DEFINITIONS[name] for name in used)
+            + "#endif  // TMLIR_EMU\n")
 
 
 def tensor_core_call(op: Operation, access: Callable[[SSAValue, Sequence[SSAValue]], str],
@@ -173,8 +181,11 @@ def tensor_core_call(op: Operation, access: Callable[[SSAValue, Sequence[SSAValu
 def shared_alignment(alloc: SSAValue, ctype: str) -> str:
     """``" __align__(16)"`` for a shared array the tensor-core instructions need 16-byte
     aligned rows in (every 16-bit tile; a 32-bit tf32 tile that ``ldmatrix`` or a 16-byte
-    ``cp.async`` reads or fills), else ``""``."""
+    ``cp.async`` reads or fills), ``" __align__(1024)"`` for a swizzled wgmma operand
+    (`hopper.wgmma_alignment`), else ``""``."""
+    if hopper.wgmma_alignment(alloc) > 16:
+        return f" __align__({hopper.wgmma_alignment(alloc)})"
     vector = any(isinstance(u.operation, tmgpu.LdmatrixOp)
                  or (isinstance(u.operation, tmgpu.CpAsyncOp) and u.operation.bytes.data == 16)
-                 for u in alloc.uses)
+                 for u in alloc.uses) or hopper.wgmma_alignment(alloc) == 16
     return " __align__(16)" if ctype in ("tm_half", "tm_bf16") or vector else ""

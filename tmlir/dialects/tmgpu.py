@@ -3,7 +3,10 @@
 Task mappings are gone: kernels compute with ``scf``/``arith``/``math`` and access
 ``memref``s; what remains are the CUDA concepts themselves — thread and block ids, shared
 and per-thread (register) arrays, block barriers, warp shuffles, the tensor-core ``mma``,
-``ldmatrix`` and ``cp_async`` (tmlir.ir.tensor_core_ops), the ``atomic_add``, ``fence`` and
+``ldmatrix`` and ``cp_async`` (tmlir.ir.tensor_core_ops), Hopper's ``wgmma`` (with
+``wgmma_desc``: a descriptor by its fields), ``mbarrier_*``, ``cp_async_bulk`` and
+``fence_proxy_async`` (tmlir.ir.hopper_ops; each names the arch it needs, ``REQUIRED_ARCH``),
+the ``atomic_add``, ``fence`` and
 ``load_cg`` of blocks that talk through global memory (tmlir.ir.global_ops) — and, on the
 host side, device buffers and the ordered launches with their grid and block sizes.
 
@@ -55,6 +58,15 @@ from tmlir.gpu_limits import (
     MAX_THREADS_PER_BLOCK,
 )
 from tmlir.ir.global_ops import AtomicAddOpBase, LoadCgOpBase
+from tmlir.ir.hopper_ops import (
+    CpAsyncBulkOpBase,
+    MbarrierArriveOpBase,
+    MbarrierInitOpBase,
+    MbarrierWaitOpBase,
+    WgmmaDescFieldsOpBase,
+    WgmmaOpBase,
+    WgmmaWaitOpBase,
+)
 from tmlir.ir.kernel_ops import (
     InsideKernel,
     LaunchOpBase,
@@ -345,6 +357,111 @@ class CpAsyncWaitOp(CpAsyncWaitOpBase):
     traits = traits_def(InsideKernel(KernelOp))
 
 
+class HopperOp:
+    """A Hopper op: `REQUIRED_ARCH` is the least target arch that has it (``sm_90a``: only
+    the arch-specific sm_90a; ``sm_90``: sm_90 and later)."""
+
+    REQUIRED_ARCH: ClassVar[str] = "sm_90"
+
+
+class _Statement(HopperOp, IRDLOperation):
+    traits = traits_def(InsideKernel(KernelOp))
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class WgmmaDescOp(WgmmaDescFieldsOpBase):
+    """``%d = tmgpu.wgmma_desc %smem[%o] lbo(16) sbo(1024) swizzle(128) : ...``:
+    ``tmlir_wgmma_desc(&smem[o], 16, 1024, 128)`` (see WgmmaDescFieldsOpBase)."""
+
+    name = "tmgpu.wgmma_desc"
+    traits = traits_def(Pure(), InsideKernel(KernelOp))
+    buffer_scope = staticmethod(_scope)
+
+
+@irdl_op_definition
+class WgmmaOp(HopperOp, WgmmaOpBase):
+    """``tmlir_wgmma_m64n128k16_f16<0, 1>(acc, da, db, 1)`` (see WgmmaOpBase)."""
+
+    name = "tmgpu.wgmma"
+    REQUIRED_ARCH: ClassVar[str] = "sm_90a"
+    traits = traits_def(InsideKernel(KernelOp))
+    buffer_scope = staticmethod(_scope)
+
+
+@irdl_op_definition
+class WgmmaFenceOp(_Statement):
+    """``tmlir_wgmma_fence()``: ``wgmma.fence.sync.aligned``."""
+
+    name = "tmgpu.wgmma_fence"
+    REQUIRED_ARCH: ClassVar[str] = "sm_90a"
+
+
+@irdl_op_definition
+class WgmmaCommitOp(_Statement):
+    """``tmlir_wgmma_commit()``: ``wgmma.commit_group.sync.aligned``."""
+
+    name = "tmgpu.wgmma_commit"
+    REQUIRED_ARCH: ClassVar[str] = "sm_90a"
+
+
+@irdl_op_definition
+class WgmmaWaitOp(HopperOp, WgmmaWaitOpBase):
+    """``tmlir_wgmma_wait<0>()``, then the listed accumulators fenced (see WgmmaWaitOpBase)."""
+
+    name = "tmgpu.wgmma_wait"
+    REQUIRED_ARCH: ClassVar[str] = "sm_90a"
+    traits = traits_def(InsideKernel(KernelOp))
+    buffer_scope = staticmethod(_scope)
+
+
+@irdl_op_definition
+class MbarrierInitOp(HopperOp, MbarrierInitOpBase):
+    """``tmlir_mbarrier_init(&bar[i], 1)`` (see MbarrierInitOpBase)."""
+
+    name = "tmgpu.mbarrier_init"
+    traits = traits_def(InsideKernel(KernelOp))
+    buffer_scope = staticmethod(_scope)
+
+
+@irdl_op_definition
+class MbarrierArriveOp(HopperOp, MbarrierArriveOpBase):
+    """``tmlir_mbarrier_arrive(&bar[i])`` or ``tmlir_mbarrier_arrive_expect_tx(&bar[i], 4096)``."""
+
+    name = "tmgpu.mbarrier_arrive"
+    traits = traits_def(InsideKernel(KernelOp))
+    buffer_scope = staticmethod(_scope)
+
+
+@irdl_op_definition
+class MbarrierWaitOp(HopperOp, MbarrierWaitOpBase):
+    """``tmlir_mbarrier_wait(&bar[i], parity)`` (see MbarrierWaitOpBase)."""
+
+    name = "tmgpu.mbarrier_wait"
+    traits = traits_def(InsideKernel(KernelOp))
+    buffer_scope = staticmethod(_scope)
+
+
+@irdl_op_definition
+class CpAsyncBulkOp(HopperOp, CpAsyncBulkOpBase):
+    """``tmlir_cp_async_bulk(&smem[..], &x[..], 4096, &bar[i])`` (see CpAsyncBulkOpBase)."""
+
+    name = "tmgpu.cp_async_bulk"
+    traits = traits_def(InsideKernel(KernelOp))
+    buffer_scope = staticmethod(_scope)
+
+
+@irdl_op_definition
+class FenceProxyAsyncOp(_Statement):
+    """``tmlir_fence_proxy_async()``: ``fence.proxy.async.shared::cta``."""
+
+    name = "tmgpu.fence_proxy_async"
+
+
+HOPPER_OPS = (WgmmaDescOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, MbarrierInitOp, MbarrierArriveOp,
+              MbarrierWaitOp, CpAsyncBulkOp, FenceProxyAsyncOp)
+
+
 @irdl_op_definition
 class AtomicAddOp(AtomicAddOpBase):
     """``const int old = atomicAdd(&counters[t], one);`` (see tmlir.ir.global_ops)."""
@@ -494,7 +611,7 @@ class LaunchOp(LaunchOpBase):
 TMGPU = Dialect(
     "tmgpu",
     [KernelOp, ThreadIdOp, BlockIdOp, GridDimOp, SharedAllocOp, LocalAllocOp, BarrierOp, ShuffleOp,
-     LoadVectorOp, MmaOp, LdmatrixOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, AtomicAddOp, LoadCgOp, FenceOp,
-     AllocOp, WeightOp, ViewOp, LaunchOp],
+     LoadVectorOp, MmaOp, LdmatrixOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, *HOPPER_OPS, AtomicAddOp, LoadCgOp,
+     FenceOp, AllocOp, WeightOp, ViewOp, LaunchOp],
     [],
 )

@@ -2,8 +2,10 @@
 
 In: tm IR whose task mappings are lowered (``tm-lower-mappings``). Out:
 ``tmgpu.kernel``s with ``tmgpu.thread_id``/``block_id``, ``__shared__`` and per-thread
-arrays, barriers, warp shuffles, the tensor-core ops and the global ``atomic_add``, ``fence``
-and ``load_cg`` (``tm.shuffle`` → ``tmgpu.shuffle``, ``tm.mma`` → ``tmgpu.mma``, ..., one to one);
+arrays, barriers, warp shuffles, the tensor-core and Hopper ops and the global ``atomic_add``,
+``fence`` and ``load_cg`` (``tm.shuffle`` → ``tmgpu.shuffle``, ``tm.mma`` → ``tmgpu.mma``, ...,
+one to one; a ``tm.wgmma_desc`` becomes a ``tmgpu.wgmma_desc`` with the fields its
+buffer's layout gives);
 ``tm.load``/``tm.store`` become ``memref.load``/``memref.store``, wrapped in ``scf.if``
 bound checks for their guarded dimensions (a guarded load yields 0 when out of range), and
 ``tm.load_vector`` becomes ``tmgpu.load_vector``, its guard an ``scf.if`` yielding zeros;
@@ -330,6 +332,64 @@ class ConvertTensorCore(RewritePattern):
         rewriter.replace(op, new)
 
 
+class ConvertHopper(RewritePattern):
+    """Hopper's ops → their tmgpu twins. A ``tm.wgmma_desc`` becomes a descriptor by its
+    fields: the start is the storage offset of its indices without the swizzle (the
+    hardware swizzles start + offset, see tmlir.wgmma_layouts), LBO, SBO and the mode come
+    from the buffer's layout. Accesses to laid-out shared buffers index their storage (a
+    swizzle must keep a bulk copy's bytes together); accumulators must be plain register
+    buffers."""
+
+    def __init__(self, layouts: Layouts) -> None:
+        self.layouts = layouts
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        b, layouts = IRBuilder.from_rewriter(rewriter), self.layouts
+
+        def storage(buffer: SSAValue, indices: Sequence[SSAValue], nbytes: int) -> list[SSAValue]:
+            _check_swizzle_keeps(op, layouts.get(buffer), buffer, nbytes)
+            return _storage_indices(b, layouts, buffer, indices)
+
+        def plain(buffers: Sequence[SSAValue]) -> None:
+            if any(f in layouts for f in buffers):
+                raise OpError(op, f"convert-tm-to-gpu: an accumulator of '{op.name}' cannot have a data layout")
+
+        new: Operation
+        match op:
+            case tm.WgmmaDescOp():
+                layout = layouts.get(op.smem)
+                desc = op.descriptor(layout)
+                start = list(op.indices) if layout is None else \
+                    [b.value(linear_offset(b, DataLayout(layout.atoms), op.indices))]
+                new = tmgpu.WgmmaDescOp(op.smem, start, desc.lbo, desc.sbo, desc.swizzle)
+            case tm.WgmmaOp():
+                plain([op.acc])
+                new = tmgpu.WgmmaOp(op.shape.data, op.dtype.data, op.acc, op.desc_a, op.desc_b, op.a_major.data,
+                                    op.b_major.data, op.acc_indices, op.scale_d)
+            case tm.WgmmaWaitOp():
+                plain(op.fragments)
+                new = tmgpu.WgmmaWaitOp(op.pending.data, op.fragments)
+            case tm.WgmmaFenceOp():
+                new = tmgpu.WgmmaFenceOp()
+            case tm.WgmmaCommitOp():
+                new = tmgpu.WgmmaCommitOp()
+            case tm.FenceProxyAsyncOp():
+                new = tmgpu.FenceProxyAsyncOp()
+            case tm.MbarrierInitOp():
+                new = tmgpu.MbarrierInitOp(op.bar, storage(op.bar, op.bar_indices, 8), op.count.data)
+            case tm.MbarrierArriveOp():
+                new = tmgpu.MbarrierArriveOp(op.bar, storage(op.bar, op.bar_indices, 8),
+                                             None if op.expect_tx is None else op.expect_tx.data)
+            case tm.MbarrierWaitOp():
+                new = tmgpu.MbarrierWaitOp(op.bar, storage(op.bar, op.bar_indices, 8), op.parity)
+            case tm.CpAsyncBulkOp():
+                new = tmgpu.CpAsyncBulkOp(op.bytes.data, op.dst, storage(op.dst, op.dst_indices, op.bytes.data),
+                                          op.src, op.src_indices, op.bar, storage(op.bar, op.bar_indices, 8))
+            case _:
+                return
+        rewriter.replace(op, new)
+
+
 def grid_stride(kernel: tmgpu.KernelOp, blocks: int) -> None:
     """Make `kernel` run its `blocks` virtual blocks whatever its launch's grid: its body
     becomes a loop from ``blockIdx.x`` to `blocks` by ``gridDim.x`` (see the module
@@ -386,7 +446,7 @@ class ConvertTmToGpu(ModulePass):
         patterns: list[RewritePattern] = [
             ConvertKernel(wide), ConvertAlloc(layouts), ConvertLoad(layouts), ConvertLoadVector(),
             ConvertStore(layouts),
-            ConvertLaunch(sizes), ConvertOneToOne(), ConvertTensorCore(layouts),
+            ConvertLaunch(sizes), ConvertOneToOne(), ConvertTensorCore(layouts), ConvertHopper(layouts),
         ]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns, dce_enabled=False),
                              apply_recursively=False).rewrite_module(op)

@@ -44,7 +44,7 @@ CHECK_INCLUDE = '#include "tmlir_emu_check.h"'
 _SHARED = re.compile(r"__shared__\s+(?P<type>[A-Za-z_][\w ]*?)\s+(?P<name>[A-Za-z_]\w*)"
                      r"(?P<dims>(?:\s*\[\s*\d+\s*\])+)(?P<align>\s*__align__\(\d+\))?\s*;")
 _DYNAMIC_VIEW = re.compile(r"(?P<type>[A-Za-z_][\w ]*?)\s*\(&(?P<name>[A-Za-z_]\w*)\)(?P<dims>(?:\[\d+\])+)\s*="
-                           r"\s*\*reinterpret_cast<[^;]*>\(tmlir_dynamic_smem(?:\s*\+\s*\d+)?\);")
+                           r"\s*\*reinterpret_cast<[^;]*>\(tmlir_dynamic_smem(?:\s*\+\s*(?P<offset>\d+))?\);")
 _POINTER = re.compile(r"\s*(?P<const>const\s+)?(?P<type>[A-Za-z_][\w ]*?)\s*\*\s*"
                       r"(?:__restrict__\s+)?(?P<name>[A-Za-z_]\w*)\s*")
 
@@ -58,12 +58,20 @@ def checked_header(header: str, check_header: str) -> str:
     return "#define TMLIR_EMU_CHECK 1\n" + header.replace(CHECK_INCLUDE, body)
 
 
+def _view_alignment(offset: str | None) -> int:
+    """The alignment a view at `offset` of dynamic shared memory (aligned to 1024 bytes) has:
+    the largest power of two dividing it, 16 to 1024 (a swizzled wgmma tile needs 1024)."""
+    value = int(offset or 0)
+    return 1024 if value % 1024 == 0 else max(16, value & -value)
+
+
 def instrument(source: str, kernels: Sequence[KernelSignature]) -> str:
     """`source` with the pointer parameters of `kernels` and every fixed-size ``__shared__``
     array replaced by their checked forms (see the module docstring)."""
     for kernel in kernels:
         source = _check_parameters(source, kernel)
-    source = _DYNAMIC_VIEW.sub(lambda m: f"__shared__ {m['type']} {m['name']}{m['dims']} __align__(16);", source)
+    source = _DYNAMIC_VIEW.sub(lambda m: f"__shared__ {m['type']} {m['name']}{m['dims']} "
+                                         f"__align__({_view_alignment(m['offset'])});", source)
     return _checked_vector_loads(_SHARED.sub(_checked_shared, source))
 
 

@@ -54,6 +54,8 @@ HEADER = Path(__file__).with_name("tmlir_emu.h")
 CHECK_HEADER = Path(__file__).with_name("tmlir_emu_check.h")
 TENSOR_CORE_HEADER = Path(__file__).with_name("tmlir_emu_tc.h")
 TENSOR_CORE_INCLUDE = '#include "tmlir_emu_tc.h"'
+HOPPER_HEADER = Path(__file__).with_name("tmlir_emu_hopper.h")
+HOPPER_INCLUDE = '#include "tmlir_emu_hopper.h"'
 #: Environment variable: "1" makes `compile_emu` build with the sanitizer by default.
 CHECK_ENV = "TMLIR_EMU_CHECK"
 CXX = "g++"
@@ -230,13 +232,16 @@ class EmuModule:
 
 
 def emu_header() -> str:
-    """The text force-included into every emu build: tmlir_emu.h with tmlir_emu_tc.h in
-    place of its include (the header is precompiled from a copy in the cache, where a
-    relative include would not be found, and the cache key must cover both files)."""
+    """The text force-included into every emu build: tmlir_emu.h with tmlir_emu_tc.h and
+    tmlir_emu_hopper.h in place of their includes (the header is precompiled from a copy in
+    the cache, where a relative include would not be found, and the cache key must cover
+    every file)."""
     header = HEADER.read_text()
-    if header.count(TENSOR_CORE_INCLUDE) != 1:
-        raise EmuError(f"tmlir_emu.h must include {TENSOR_CORE_INCLUDE} once")
-    return header.replace(TENSOR_CORE_INCLUDE, TENSOR_CORE_HEADER.read_text().replace("#pragma once\n", "", 1))
+    for include, path in ((TENSOR_CORE_INCLUDE, TENSOR_CORE_HEADER), (HOPPER_INCLUDE, HOPPER_HEADER)):
+        if header.count(include) != 1:
+            raise EmuError(f"tmlir_emu.h must include {include} once")
+        header = header.replace(include, path.read_text().replace("#pragma once\n", "", 1))
+    return header
 
 
 def _element_type(param: KernelParam) -> str:

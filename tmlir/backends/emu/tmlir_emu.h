@@ -17,6 +17,9 @@
 //   workers (TMLIR_EMU_THREADS overrides); stacks are allocated once and reused until
 //   tmlir_emu_release() unmaps them.
 // * Warp shuffles meet at a per-warp barrier: lanes publish, all arrive, read, arrive.
+// * A thread waiting at an mbarrier (tmlir_emu_hopper.h) yields until its phase completes;
+//   a round of the scheduler in which no thread did more than re-check such a wait is a
+//   deadlock, reported like one at a barrier.
 // * A barrier that cannot complete (some threads exited, others wait) is reported to the
 //   caller as an error instead of hanging.
 // * Faults are reported, not fatal, once the module has the guard (tmlir_emu_set_guard, see
@@ -71,7 +74,7 @@
 // `extern __shared__ __align__(16) unsigned char tmlir_dynamic_smem[];` inside a kernel. Inline,
 // so a module whose kernels never name it has none.
 extern "C" {
-alignas(16) inline thread_local unsigned char tmlir_dynamic_smem[227 * 1024];
+alignas(1024) inline thread_local unsigned char tmlir_dynamic_smem[227 * 1024];  // 1024: wgmma swizzles
 }
 
 struct uint3 { unsigned int x, y, z; };
@@ -159,6 +162,7 @@ struct Barrier { int first, count, arrived; };
 struct Fiber {
   uint3 idx;          // threadIdx
   State state;
+  bool idle_spin;     // its last turn only re-checked an mbarrier wait that cannot complete yet
   Barrier* waiting;   // the barrier a kBlocked fiber waits at
   char* stack;
   Context ctx;
@@ -179,6 +183,7 @@ struct Worker {
   Worker* next_free;
   Recovery recovery;            // where a fault in one of this worker's fibers resumes
   void* tensor_cores;           // tmlir_emu_tc.h's scratch and cp.async queues, on first use
+  void* hopper;                 // tmlir_emu_hopper.h's wgmma queues, bulk copies, on first use
   const char* misuse;           // why tmlir_emu_tc.h trapped in the running thread, or null
   fenv_t fenv;                  // the scheduler's floating-point environment, for after one
   alignas(16) char signal_stack[kSignalStackBytes];
@@ -192,6 +197,9 @@ inline void check_release(Worker& w, Barrier& b);  // tmlir_emu_check.h: a barri
 #endif
 inline void tc_thread_begin();  // tmlir_emu_tc.h: a new thread has no cp.async in flight
 inline void tc_thread_end();    // tmlir_emu_tc.h: copies never waited for are dropped
+inline void hopper_thread_begin();  // tmlir_emu_hopper.h: no wgmma in flight
+inline void hopper_thread_end();    // tmlir_emu_hopper.h: wgmmas never waited for are dropped
+inline void hopper_block_begin();   // tmlir_emu_hopper.h: no bulk copy in flight
 
 inline char* take_stack(Worker& w) {
   if (w.n_free > 0) return w.free_stacks[--w.n_free];
@@ -204,7 +212,9 @@ inline char* take_stack(Worker& w) {
 
 [[noreturn]] inline void fiber_main() {
   tc_thread_begin();
+  hopper_thread_begin();
   worker->body(worker->arg);
+  hopper_thread_end();
   tc_thread_end();
   current->state = State::kDone;
   context_switch(current->ctx, worker->scheduler);
@@ -230,17 +240,33 @@ inline void arrive(Barrier& b) {
   context_switch(f.ctx, w.scheduler);
 }
 
+// Called by a thread whose wait (at an mbarrier) cannot complete yet: the block's other
+// threads run, and it is resumed in the scheduler's next round to check again. `idle`: it
+// did nothing since its last check. A round in which every thread that ran was idle is a
+// deadlock (run_block).
+inline void spin_yield(bool idle) {
+  Fiber& f = *current;
+  f.idle_spin = idle;
+  context_switch(f.ctx, worker->scheduler);
+}
+
 // Gives the stacks of unfinished fibers back after a failed block and describes the failure
 // (`why`, or a deadlock when null).
 inline bool abandon_block(Worker& w, const char* why, char* err, size_t errlen) {
-  int at_block = 0, at_warp = 0, n = w.n_threads;
+  int at_block = 0, at_warp = 0, spinning = 0, n = w.n_threads;
   for (int i = 0; i < n; ++i) {
     Fiber& f = w.fibers[i];
     if (f.state == State::kBlocked) ++(f.waiting == &w.block_barrier ? at_block : at_warp);
+    if (f.state == State::kReady && f.idle_spin) ++spinning;
     if (f.state == State::kBlocked || f.state == State::kReady) w.free_stacks[w.n_free++] = f.stack;
   }
   if (!err) return false;
   if (why) return snprintf(err, errlen, "%s", why), false;
+  if (spinning)
+    return snprintf(err, errlen, "deadlock in block (%u,%u,%u): %d thread(s) wait at an mbarrier whose phase "
+                    "never completes (%d at __syncthreads(), %d at a warp barrier, %d exited)", block_idx.x,
+                    block_idx.y, block_idx.z, spinning, at_block, at_warp, n - spinning - at_block - at_warp),
+           false;
   snprintf(err, errlen, "deadlock in block (%u,%u,%u): %d thread(s) wait at __syncthreads() and %d "
            "at a warp barrier (__syncwarp/__shfl_*_sync) while %d of %d exited; every thread of "
            "the block (warp) must reach each barrier", block_idx.x, block_idx.y, block_idx.z,
@@ -258,7 +284,9 @@ inline bool run_block(Worker& w, char* err, size_t errlen) {
   w.block_barrier = {0, n, 0};
   for (int first = 0, k = 0; first < n; first += kWarp, ++k)
     w.warp_barriers[k] = {first, n - first < kWarp ? n - first : kWarp, 0};
-  for (int i = 0; i < n; ++i) w.fibers[i].state = State::kNew, w.fibers[i].waiting = nullptr;
+  for (int i = 0; i < n; ++i)
+    w.fibers[i].state = State::kNew, w.fibers[i].waiting = nullptr, w.fibers[i].idle_spin = false;
+  hopper_block_begin();
   for (int live = n; live > 0;) {
     bool ran = false;
     for (int i = 0; i < n; ++i) {
@@ -272,10 +300,11 @@ inline bool run_block(Worker& w, char* err, size_t errlen) {
         continue;
       }
       current = &f;
+      f.idle_spin = false;
       w.recovery.armed = 1;
       context_switch(w.scheduler, f.ctx);
       w.recovery.armed = 0;
-      ran = true;
+      ran |= !(f.state == State::kReady && f.idle_spin);  // an idle re-check is no progress
       if (f.state == State::kDone) w.free_stacks[w.n_free++] = f.stack, --live;
       if (__atomic_load_n(w.failed, __ATOMIC_RELAXED) || *w.cancel)
         return abandon_block(w, "", err, errlen);  // the launch stops: see run_blocks
@@ -316,6 +345,7 @@ inline Worker* recycle(Worker* back, bool release_all = false) {
   while (w) {
     Worker* next = w->next_free;
     free(w->tensor_cores);
+    free(w->hopper);
     for (int i = 0; i < w->n_free; ++i)
       munmap(w->free_stacks[i] - kGuardBytes, kStackBytes + kGuardBytes);
     free(w);
@@ -568,6 +598,7 @@ extern "C" __attribute__((visibility("default"))) void tmlir_emu_release() {
 }
 
 #include "tmlir_emu_tc.h"  // mma, ldmatrix, cp.async (emu.py inlines it)
+#include "tmlir_emu_hopper.h"  // wgmma, mbarriers, bulk copies (emu.py inlines it)
 
 #ifdef TMLIR_EMU_CHECK  // the emu sanitizer (compile_emu(check=True))
 #include "tmlir_emu_check.h"

@@ -6,8 +6,10 @@ once per task that a task mapping assigns to a worker, with the task's indices a
 arguments; ``tm.barrier`` synchronizes the block and ``tm.shuffle`` exchanges values
 between the lanes of a warp; ``tm.mma``, ``tm.ldmatrix`` and ``tm.cp_async`` (with
 ``tm.cp_async_commit``/``tm.cp_async_wait``) are the tensor-core primitives
-(``tensor_core.py``). Buffers have a scope (``global`` on the host side, ``shared``
-and ``register`` inside kernels); ``tm.load`` and ``tm.store`` check the dimensions listed in ``guard``
+(``tensor_core.py``); ``tm.wgmma`` (with its descriptors, fence, commit and wait), the
+``tm.mbarrier_*`` ops and ``tm.cp_async_bulk`` are Hopper's (``hopper.py``). Buffers
+have a scope (``global`` on the host side, ``shared`` and ``register`` inside kernels);
+``tm.load`` and ``tm.store`` check the dimensions listed in ``guard``
 against the buffer's shape (an out-of-range load gives 0, an out-of-range store does
 nothing); ``tm.load_vector x4`` reads four consecutive elements of a global buffer in
 one access (``tmlir.ir.vector_ops``); ``tm.atomic_add``, ``tm.fence`` and ``tm.load_cg``
@@ -39,6 +41,19 @@ from xdsl.ir import Dialect
 
 from tmlir.dialects.tm.attributes import *  # noqa: F403
 from tmlir.dialects.tm.attributes import DataLayoutAttr, TaskMappingAttr
+from tmlir.dialects.tm.hopper import *  # noqa: F403
+from tmlir.dialects.tm.hopper import (
+    CpAsyncBulkOp,
+    FenceProxyAsyncOp,
+    MbarrierArriveOp,
+    MbarrierInitOp,
+    MbarrierWaitOp,
+    WgmmaCommitOp,
+    WgmmaDescOp,
+    WgmmaFenceOp,
+    WgmmaOp,
+    WgmmaWaitOp,
+)
 from tmlir.dialects.tm.host import *  # noqa: F403
 from tmlir.dialects.tm.host import LaunchOp, ViewOp, WeightOp
 from tmlir.dialects.tm.kernel import *  # noqa: F403
@@ -52,6 +67,7 @@ TM = Dialect(
     "tm",
     [KernelOp, BlockIdOp, ThreadIdOp, ForTaskOp, AllocOp, BarrierOp, ShuffleOp, LoadOp,
      LoadVectorOp, StoreOp, AtomicAddOp, FenceOp, LoadCgOp, WeightOp, ViewOp, LaunchOp, MmaOp, LdmatrixOp,
-     CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp],
+     CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, WgmmaDescOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp,
+     MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp, CpAsyncBulkOp, FenceProxyAsyncOp],
     [TaskMappingAttr, DataLayoutAttr],
 )
