@@ -165,6 +165,28 @@ def _peak(detail: dict[str, Any]) -> str:
     return "—"
 
 
+def _attention(steps: list[dict[str, Any]]) -> list[str]:
+    """One row per sequence length: launches and bytes fused and unfused, the estimate, and
+    (on a GPU) tmlir's and torch SDPA's medians."""
+    lines = ["| step | seq | launches fused / unfused | bytes unfused / fused | estimate µs | tmlir ms "
+             "| torch SDPA ms | ratio |", "|---|---|---|---|---|---|---|---|"]
+    for step in steps:
+        detail = step.get("detail") or {}
+        if not detail.get("seqs"):
+            lines.append(f"| {step['name']} | {step['status']} | | | | | | |")
+            continue
+        for seq, entry in detail["seqs"].items():
+            costs, gpu = entry.get("costs", {}), entry.get("gpu") or {}
+            fused, unfused = costs.get("fused", {}), costs.get("unfused", {})
+            tmlir_ms = (gpu.get("tmlir") or {}).get("median_ms")
+            torch_ms = (gpu.get("torch_sdpa") or {}).get("median_ms")
+            lines.append(f"| {step['name']} | {seq} | {fused.get('launches')} / {unfused.get('launches')} "
+                         f"| {costs.get('bytes_ratio')}x | {fused.get('estimate_us')} "
+                         f"| {'' if tmlir_ms is None else f'{tmlir_ms:.4f}'} "
+                         f"| {'' if torch_ms is None else f'{torch_ms:.4f}'} | {gpu.get('ratio', '')} |")
+    return lines + [""]
+
+
 def write_markdown(path: Path, result: dict[str, Any]) -> None:
     steps = result["steps"]
     title = "tmlir GPU suite" + (" (dry run: no GPU)" if result["dry_run"] else "")
@@ -195,6 +217,10 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
                        "median over the profile's runs of each launch (CUDA events around it, no graph), "
                        "averaged over the group's launches. Error: estimate / measured - 1 (negative: "
                        "the model is optimistic)."), ""] + kernels
+    attention = [s for s in steps if s["name"].startswith("attention ")]
+    if attention:
+        lines += ["## Attention (one layer, batch 1, 12 heads of 64; CUDA graphs on both sides)", ""]
+        lines += _attention(attention)
     matmul = [s for s in steps if s["name"].startswith("matmul ")]
     if matmul:
         lines += ["## Matmul (fp32 TF32 off; f16 on tensor cores; median of 5 batches)", ""] + _matmul(matmul)

@@ -11,7 +11,9 @@ Two lanes run at once (docs/gpu.md):
   (`model_latency.py`: tmlir against torch eager and torch.compile's default,
   reduce-overhead and max-autotune modes, TF32 off on both sides, then tmlir's per-kernel
   profile beside the latency model), ``latency MODEL fp16`` (f16 matmuls and convolutions
-  on both sides: tmlir's ``precision="fp16"`` against torch's autocast), ``matmul SHAPE``
+  on both sides: tmlir's ``precision="fp16"`` against torch's autocast), ``attention fp16``
+  (`benchmarks/attention.py`: the fused attention kernel against torch's
+  ``scaled_dot_product_attention`` at seq 128, 512 and 2048, CUDA graphs on both sides), ``matmul SHAPE``
   (`benchmarks/matmul.py`: every candidate against torch.matmul), then ``latency MODEL
   tf32`` (TF32 on on both sides);
 - the **preparation lane** does the CPU work ahead of them: it exports the models
@@ -56,7 +58,7 @@ DEFAULT_SHAPES = ("1024x1024x1024", "1000x999x1001", "1x4096x4096", "2048x2048x2
 DEFAULT_MODELS = ("bert_base", "gpt2_124m", "resnet50")
 #: Full-size models (their ONNX in --model-dir); others are the small ones of examples/models/.
 FULL_MODELS = DEFAULT_MODELS
-STEPS = ("pytest", "models", "fp16", "matmul", "tf32")
+STEPS = ("pytest", "models", "fp16", "attention", "matmul", "tf32")
 #: A step is not started with fewer seconds than this left.
 MIN_STEP_SECONDS = 15
 #: Of a GPU run's budget, what the steps leave for the end: a killed step's grace period
@@ -64,7 +66,7 @@ MIN_STEP_SECONDS = 15
 FINISH_SECONDS = 25
 #: The most seconds a GPU step may take on a GPU, by kind (``latency`` is per model and
 #: precision; tuning adds --tune-seconds to the fp32 one).
-CAPS = {"pytest": 120, "latency": 200, "matmul": 60}
+CAPS = {"pytest": 120, "latency": 200, "matmul": 60, "attention": 90}
 
 
 @dataclass
@@ -218,6 +220,8 @@ def plan(steps: list[str], models: list[str], shapes: list[str]) -> list[Job]:
         jobs += [Job("latency", f"latency {m} fp32", m, "fp32") for m in models]
     if "fp16" in steps:
         jobs += [Job("latency", f"latency {m} fp16", m, "fp16") for m in models]
+    if "attention" in steps:
+        jobs += [Job("attention", "attention fp16", precision="fp16")]
     if "matmul" in steps:
         jobs += [Job("matmul", f"matmul {s}", shape=s) for s in shapes]
     if "tf32" in steps:
@@ -262,7 +266,7 @@ def prepare(suite: Suite, jobs: list[Job], exported: dict[str, threading.Event])
         if job.model and not exported[job.model].is_set():
             export(suite, job.model)
             exported[job.model].set()
-        if suite.dry_run or job.kind == "pytest":
+        if suite.dry_run or job.kind in ("pytest", "attention"):
             continue
         step = suite.add(Step(f"warm {job.name.removeprefix('latency ')}"))
         out = suite.out / "steps" / f"warm_{_file(job.name)}.json"
@@ -306,6 +310,11 @@ def run_gpu_lane(suite: Suite, jobs: list[Job], exported: dict[str, threading.Ev
         out = suite.out / "steps" / f"{_file(job.name)}.json"
         if job.kind == "pytest":
             run_pytest(suite, step, args.tests, budget)
+        elif job.kind == "attention":
+            command = [suite.python, ROOT / "benchmarks" / "attention.py", "--precision", job.precision,
+                       "--out", out, *(["--dry-run"] if suite.dry_run else [])]
+            suite.run(step, command, budget)
+            step.detail = read_json(out) or {}
         elif job.kind == "latency":
             mode = (["--dry-run"] + (["--emu-profile"] if job.model not in FULL_MODELS else [])
                     if suite.dry_run else [])
@@ -362,7 +371,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="seconds for the whole suite (default 480: 8 minutes of a 10-minute call)")
     parser.add_argument("--steps", default=",".join(STEPS),
                         help=f"comma-separated steps to run (default: {','.join(STEPS)}): the GPU tests, "
-                             "the models in fp32, the models in fp16, the matmul shapes, the models in tf32")
+                             "the models in fp32, the models in fp16, attention against SDPA, the matmul "
+                             "shapes, the models in tf32")
     parser.add_argument("--tests", default=None, metavar="EXPR",
                         help="pytest -k expression selecting GPU tests (default: all)")
     parser.add_argument("--matmul-shapes", nargs="*", default=list(DEFAULT_SHAPES), metavar="MxNxK[:f16]",

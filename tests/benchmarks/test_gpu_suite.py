@@ -106,6 +106,23 @@ def test_dry_run_small_models(tmp_path: Path) -> None:
     check_no_machine_paths(tmp_path)
 
 
+def test_dry_run_attention(tmp_path: Path) -> None:
+    """The attention step's dry run: each length one launch fused (four unfused), at least
+    10x fewer bytes at seq 2048, the emu check against float64, and its report rows."""
+    steps = run_suite(tmp_path, "--steps", "attention", "--budget", "300", timeout=300)
+    detail = steps["attention fp16"]["detail"]
+    check = detail["emu_check"]
+    assert check["agree"] and len(check["templates"]) == 1 and check["templates"][0].startswith("attention")
+    assert set(detail["seqs"]) == {"128", "512", "2048"}
+    for entry in detail["seqs"].values():
+        assert entry["costs"]["fused"]["launches"] == 1 < entry["costs"]["unfused"]["launches"]
+        assert "gpu" not in entry  # a dry run times nothing
+    assert detail["seqs"]["2048"]["costs"]["bytes_ratio"] >= 10
+    markdown = (tmp_path / "results.md").read_text()
+    assert "## Attention" in markdown and "| attention fp16 | 2048 | 1 / 4 |" in markdown
+    check_no_machine_paths(tmp_path)
+
+
 @pytest.mark.slow
 def test_full_dry_run(tmp_path: Path) -> None:
     models = ROOT / "build" / "models"
