@@ -20,7 +20,7 @@ time in ``rounds = ceil(nb / resident)`` rounds.
   warp_instructions`` instructions at one per clock, at `ISSUE_EFFICIENCY` (dependency and
   bank stalls, the barrier's bubble);
 * *tensor cores*: ``c * tensor_flops`` at the SM's share of the tensor peak, at
-  `TENSOR_EFFICIENCY`;
+  `TENSOR_EFFICIENCY` (mma.sync) or the loop's own ``tensor_efficiency`` (Hopper's wgmma);
 * *latency*: one memory round trip divided by the steps in flight (``depth``: 1 for a
   register prefetch, ``stages - 1`` for a cp.async pipeline). The round trip mixes the L2
   hit latency and the DRAM latency by the launch's L2 hit rate, ``1 - compulsory bytes /
@@ -115,6 +115,10 @@ class KLoop:
     tail_round_trips: int = 0
     """Memory round trips after the loop besides the epilogue's stores: 2 for a split-K
     block (the counter's atomic, then the last block's reads of the other partial sums)."""
+    tensor_efficiency: float = TENSOR_EFFICIENCY
+    """Fraction of the tensor peak the loop's tensor-core instructions sustain: mma.sync's
+    `TENSOR_EFFICIENCY` unless the template says otherwise (``wgmma_kloop.py``); the
+    launch's roofline takes it too."""
 
     def __post_init__(self) -> None:
         if self.depth < 1 or self.steps < 0:
@@ -171,7 +175,7 @@ def roofline_seconds(launch: Launch, gpu: Gpu, efficiency: bool = True) -> tuple
     """(seconds, ``compute`` or ``memory``): the launch's FLOPs at the FP32 and tensor peaks
     and its bytes at the DRAM bandwidth -- at the achievable fractions when `efficiency`."""
     f, b = (ISSUE_EFFICIENCY, BANDWIDTH_EFFICIENCY) if efficiency else (1.0, 1.0)
-    t = TENSOR_EFFICIENCY if efficiency else 1.0
+    t = (launch.loop.tensor_efficiency if launch.loop is not None else TENSOR_EFFICIENCY) if efficiency else 1.0
     compute = launch.flops / (gpu.fp32_flops * f) + sum(
         n / (gpu.tensor_flops[dtype] * t) for dtype, n in (launch.tensor_flops or {}).items())
     memory = launch.bytes / (gpu.hbm_bytes_per_s * b)
@@ -206,7 +210,7 @@ def _loop_seconds(launch: Launch, loop: KLoop, gpu: Gpu, together: int) -> tuple
     tensor = 0.0
     if loop.tensor_flops:
         per_sm = gpu.tensor_flops[loop.tensor] / gpu.sms
-        tensor = together * loop.tensor_flops / (per_sm * TENSOR_EFFICIENCY)
+        tensor = together * loop.tensor_flops / (per_sm * loop.tensor_efficiency)
     loaded = launch.blocks * loop.steps * loop.tile_bytes
     hit = min(1.0, max(0.0, 1.0 - launch.bytes / loaded)) if loaded else 0.0
     round_trip = hit * L2_LATENCY_S + (1 - hit) * DRAM_LATENCY_S

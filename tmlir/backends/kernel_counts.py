@@ -46,6 +46,12 @@ def _mma_flops_per_thread(op: tmgpu.MmaOp) -> int:
     return 2 * m * n * k // 32
 
 
+def _wgmma_flops_per_thread(op: tmgpu.WgmmaOp) -> int:
+    """A thread's share of one warpgroup-wide ``wgmma``'s ``2 M N K`` FLOPs (128 threads)."""
+    m, n, k = (int(x) for x in op.shape.data[1:].replace("n", " ").replace("k", " ").split())
+    return 2 * m * n * k // 128
+
+
 
 def _is_flop(op: Operation) -> bool:
     if op.name in _ARITH_FLOAT_OPS:
@@ -98,6 +104,10 @@ def block_counts(block: Block, kernel: str) -> Counts:
             counts["flops"] += 1
         elif isinstance(op, tmgpu.MmaOp):
             flops = _mma_flops_per_thread(op)
+            counts["flops"] += flops
+            counts[("tensor_flops", op.dtype.data)] += flops
+        elif isinstance(op, tmgpu.WgmmaOp):
+            flops = _wgmma_flops_per_thread(op)
             counts["flops"] += flops
             counts[("tensor_flops", op.dtype.data)] += flops
         elif isinstance(op, tmgpu.CpAsyncOp):
