@@ -110,3 +110,105 @@ def test_small_m_k_loop_and_registers_from_its_header() -> None:
     kn_params = MatmulGemvParams.default_for(kn)
     kn_header = _header(matmul_gemv_kernel("gemv", kn, kn_params))
     assert register_estimate("matmul_gemv", kn_header) == kn_params.register_estimate(kn)
+
+
+def test_simt_attention_key_loop_from_its_header() -> None:
+    """The SIMT attention's key loop: one step per key tile (causal: the tiles a block walks,
+    averaged), the copies, the scores' D loop, the softmax and ``P V`` per step, one step in
+    flight; its registers from the header (checked against ptxas below)."""
+    from tmlir.schedules.attention import AttentionParams, AttentionProblem, attention_kernel
+    from tmlir.schedules.kloops import (
+        ATTENTION_BIAS_INSTRUCTIONS,
+        ATTENTION_COPY_INSTRUCTIONS,
+        ATTENTION_ROW_INSTRUCTIONS,
+        ATTENTION_SCORE_INSTRUCTIONS,
+    )
+
+    shape = (1, 12, 2048, 64)
+    problem = AttentionProblem(shape, shape, shape, (1, 1, 1, 2048), 0.125)
+    params = AttentionParams(64, 32, 8, 4)  # 4 rows x 4 keys, 8 columns of Dv per thread
+    header = _header(attention_kernel("attn", problem, params))
+    loop = kloop("attention", header)
+    assert loop is not None and (loop.steps, loop.depth, loop.tensor_flops) == (2048 // 32, 1, 0)
+    copies = (64 * 32 + 32 * 64) // 128
+    assert loop.warp_instructions == (64 * (4 + 4 + 16) + 32 * (4 + 8 + 32) + ATTENTION_COPY_INSTRUCTIONS * copies
+                                      + 16 * (ATTENTION_SCORE_INSTRUCTIONS + ATTENTION_BIAS_INSTRUCTIONS)
+                                      + 4 * (ATTENTION_ROW_INSTRUCTIONS + 8) + STEP_OVERHEAD)
+    assert loop.tile_bytes == 32 * (64 + 64) * 4 + 64 * 32 * 4  # the key, value and bias tiles
+    causal = _header(attention_kernel("attn", dataclasses.replace(problem, causal=True), params))
+    causal_loop = kloop("attention", causal)
+    assert causal_loop is not None
+    assert causal_loop.steps == math.ceil(params.causal_tiles(dataclasses.replace(problem, causal=True)) / 32)
+    assert causal_loop.steps < loop.steps / 2 + 2
+    assert register_estimate("attention", header) == 4 * 8 + 4 * 4 + 8 * (4 + 4) + 32
+
+
+def test_attention_register_estimates_follow_ptxas() -> None:
+    """Both attention templates' register estimates against ptxas (sm_90) on BERT's and a
+    long sequence's heads: within 24 of what ptxas uses, and never below the pressure at
+    which it spills."""
+    import pytest
+    from xdsl.dialects.builtin import Float16Type, ModuleOp
+
+    from tmlir.backends.cuda_c import emit_cuda
+    from tmlir.backends.ptx import kernel_stats, nvrtc_version
+    from tmlir.passes.lower_to_cuda import LowerToCuda
+    from tmlir.registry import make_context
+    from tmlir.schedules.attention import AttentionProblem, attention_kernel
+    from tmlir.schedules.attention_tc import attention_tc_kernel
+
+    if nvrtc_version() is None:
+        pytest.skip("NVRTC (cuda.bindings) not available")
+    bert = AttentionProblem((1, 12, 128, 64), (1, 12, 128, 64), (1, 12, 128, 64), (1, 1, 128, 128), 0.125)
+    long = AttentionProblem((1, 12, 2048, 64), (1, 12, 64, 2048), (1, 12, 2048, 64), None, 0.125, k_transposed=True)
+    kernels = [attention_kernel("simt_bert", bert), attention_kernel("simt_long", long),
+               attention_tc_kernel("tc_bert", bert, Float16Type(), gathered=(0, 1, 2)),
+               attention_tc_kernel("tc_long", long, Float16Type())]
+    headers = {k.sym_name.data: (str(k.attributes["tm.template"].data), _header(k)) for k in kernels}
+    module = ModuleOp(kernels)
+    LowerToCuda().apply(make_context(), module)
+    for name, stats in kernel_stats(emit_cuda(module).source, "sm_90").items():
+        template, header = headers[name]
+        estimate = register_estimate(template, header)
+        assert estimate is not None and abs(estimate - stats.registers) <= 24, (name, estimate, stats)
+
+
+def test_attention_tc_key_loop_counts_mmas_and_copies() -> None:
+    """``attention_tc``'s key loop: per step and warp the mmas and ldmatrix of Q Kᵀ and
+    P V, the softmax on the lane's block_k / 2 scores, the copies; its tensor FLOPs; stages -
+    1 steps in flight when k and v are copied, one when a prologue computes them."""
+    from xdsl.dialects.builtin import Float16Type
+
+    from tmlir.schedules.attention import AttentionProblem
+    from tmlir.schedules.attention_tc import AttentionTcParams, attention_tc_kernel
+    from tmlir.schedules.kloops import (
+        ATTENTION_TC_GATHER_INSTRUCTIONS,
+        ATTENTION_TC_ROW_INSTRUCTIONS,
+        ATTENTION_TC_SCORE_INSTRUCTIONS,
+        CP_ASYNC_INSTRUCTIONS,
+        TC_STEP_OVERHEAD,
+    )
+
+    shape = (1, 12, 1024, 64)
+    problem = AttentionProblem(shape, shape, shape, None, 0.125)
+    params = AttentionTcParams(64, 64, 3)
+    header = _header(attention_tc_kernel("attn", problem, Float16Type(), params))
+    loop = kloop("attention_tc", header)
+    assert loop is not None
+    assert (loop.steps, loop.depth, loop.tensor) == (1024 // 64, 2, "f16")
+    assert loop.tensor_flops == 2 * 64 * 64 * (64 + 64)
+    mmas = 8 * 4 + 8 * 4  # Q Kᵀ: 8 n-tiles x 4 k-slices of D; P V: 8 n-tiles of Dv x 4 of the keys
+    chunks = 64 * (64 + 64) * 2 // 16 // 128
+    assert loop.warp_instructions == (2 * mmas + 32 * ATTENTION_TC_SCORE_INSTRUCTIONS
+                                      + 2 * ATTENTION_TC_ROW_INSTRUCTIONS + 32
+                                      + CP_ASYNC_INSTRUCTIONS * chunks + TC_STEP_OVERHEAD)
+    assert loop.tile_bytes == 64 * (64 + 64) * 2
+    gathered = _header(attention_tc_kernel("attn", problem, Float16Type(), AttentionTcParams(64, 32, 2),
+                                           gathered=(1, 2)))
+    gathered_loop = kloop("attention_tc", gathered)
+    assert gathered_loop is not None and gathered_loop.depth == 1
+    assert (gathered["copy_q"], gathered["copy_k"], gathered["copy_v"]) == ("cp16", "gather", "gather")
+    elements = 32 * (64 + 64) // 128
+    assert gathered_loop.warp_instructions == (2 * (4 * 4 + 8 * 2) + 16 * ATTENTION_TC_SCORE_INSTRUCTIONS
+                                               + 2 * ATTENTION_TC_ROW_INSTRUCTIONS + 32
+                                               + ATTENTION_TC_GATHER_INSTRUCTIONS * elements + TC_STEP_OVERHEAD)

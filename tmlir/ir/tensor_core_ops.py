@@ -6,8 +6,10 @@ their destination buffer). A fragment is an access ``%frag[%i, ...]`` to a regis
 whose LAST dimension is the fragment (4 or 2 words): the indices pick one fragment of an
 array of them (``%acc[%mi, %ni]`` of a ``memref<2x4x4xf32>``), none for a 1-D buffer.
 Words holding two 16-bit values are ``i32`` or ``ui32`` (tf32 operands may also be
-``f32``). The lane -> element maps of the fragments are tmlir.schedules.mma_layouts; the
-C functions the CUDA printer calls are the prelude's ``tmlir_mma_*``, ``tmlir_ldmatrix_*``,
+``f32``); an f16/bf16 mma's A or B may also be twice as many halves of its type
+(`MMA_HALVES`: ``memref<8xf16>`` for A), two to a word, the lower index in the low half.
+The lane -> element maps of the fragments are tmlir.schedules.mma_layouts; the C
+functions the CUDA printer calls are the prelude's ``tmlir_mma_*``, ``tmlir_ldmatrix_*``,
 ``tmlir_cp_async*``. Each dialect says which memory a buffer is in (`buffer_scope`:
 ``global``, ``shared`` or ``register``), and verification checks it::
 
@@ -56,6 +58,11 @@ from tmlir.ir.kernel_ops import memref_shape
 MMA_KINDS = {("m16n8k16", "f16"), ("m16n8k16", "bf16"), ("m16n8k8", "tf32")}
 """The (shape, dtype) pairs of ``mma``; all accumulate in f32."""
 MMA_FRAGMENT_WORDS = {"d": 4, "a": 4, "b": 2, "c": 4}
+MMA_HALVES: dict[str, Attribute] = {"f16": Float16Type(), "bf16": BFloat16Type()}
+"""The 16-bit element of each half-precision mma: an A or B fragment may also be a register
+buffer of twice its words in this type, two to a word in index order (the low half first,
+as PTX's .f16x2), which the CUDA printer passes as ``unsigned*`` (how ``attention_tc`` turns
+f32 accumulators into an A fragment without a bit cast)."""
 LDMATRIX_NUMS = (1, 2, 4)
 CP_ASYNC_BYTES = (4, 8, 16)
 
@@ -210,6 +217,8 @@ class MmaOpBase(TensorCoreOp):
             if what in "dc":
                 self.check_fragment(what, buffer, indices, words, "f32",
                                     lambda t: isinstance(t, Float32Type))
+            elif not tf32 and buffer.type.element_type == (half := MMA_HALVES[kind[1]]):  # type: ignore[attr-defined]
+                self.check_fragment(what, buffer, indices, 2 * words, f"{kind[1]} halves", lambda t: t == half)
             else:
                 self.check_fragment(what, buffer, indices, words,
                                     "32-bit words (i32, ui32 or f32)" if tf32 else "32-bit words (i32 or ui32)",

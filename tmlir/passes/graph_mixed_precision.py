@@ -1,5 +1,5 @@
-"""``graph-mixed-precision``: float32 matmuls and convolutions run on tensor cores with
-half-precision operands.
+"""``graph-mixed-precision``: float32 matmuls, convolutions and attentions run on tensor
+cores with half-precision operands.
 
 In: ``graph`` IR and, in the context, the model's weight table (``tmlir.context``). Out:
 every ``graph.matmul`` (and 2-D ``graph.conv``) whose operands, bias and result are f32
@@ -7,8 +7,11 @@ and whose problem a tensor-core template takes on ``target-arch`` (``matmul_tc``
 ``conv2d_tc``'s ``check_problem`` with the option's ``dtype``; not an op with a pinned
 ``schedule``) reads its lhs and rhs (input and weight) in ``dtype`` (``f16`` or ``bf16``,
 rounded to nearest even); its bias and result stay f32, so it accumulates and writes in
-f32. Other ops (f64, f16 already, K or N not a multiple of 8, depthwise convolutions, any
-op before sm_80, ...) are left as they are. This is opt-in: it trades float32 operand
+f32. Likewise every ``graph.attention`` with f32 q, k, v and result that ``attention_tc``
+takes (D a multiple of 16, Dv of 8) reads q, k and v in ``dtype``; its bias (the mask),
+its math (softmax in f32) and its result stay f32. Other ops (f64, f16 already, K or N
+not a multiple of 8, depthwise convolutions, any op before sm_80, ...) are left as they
+are. This is opt-in: it trades float32 operand
 precision for tensor-core speed.
 
 ``dtype=tf32`` converts nothing: it marks each such f32 matmul (and convolution) with the
@@ -74,9 +77,9 @@ _ELEMENTS: dict[str, tuple[Attribute, np.dtype]] = {
 
 @dataclass(frozen=True)
 class GraphMixedPrecision(ModulePass):
-    """Give the f32 matmuls and convolutions the tensor-core templates take f16 (or bf16)
-    operands; weights are converted at compile time, results and biases stay f32. With
-    ``dtype=tf32``, mark the f32 matmuls ``tf32`` instead: TF32 mma on f32 operands."""
+    """Give the f32 matmuls, convolutions and attentions the tensor-core templates take f16
+    (or bf16) operands; weights are converted at compile time, results and biases stay f32.
+    With ``dtype=tf32``, mark the f32 matmuls ``tf32`` instead: TF32 mma on f32 operands."""
 
     name = "graph-mixed-precision"
 
@@ -105,6 +108,9 @@ class GraphMixedPrecision(ModulePass):
         for anchor in [o for o in op.walk() if isinstance(o, graph.MatmulOp | graph.ConvOp)]:
             if takes_tensor_cores(anchor, element, self.target_arch):
                 converter.convert_operands(anchor)
+        for attention in [o for o in op.walk() if isinstance(o, graph.AttentionOp)]:
+            if attention_takes_tensor_cores(attention, element, self.target_arch):
+                converter.convert_operands(attention, (0, 1, 2))
         converter.erase_unused_originals()
 
 
@@ -125,6 +131,21 @@ def takes_tensor_cores(op: graph.MatmulOp | graph.ConvOp, element: Attribute, ar
     return tunable is not None and tensor_cores_cover(tunable[1], element)
 
 
+def attention_takes_tensor_cores(op: graph.AttentionOp, element: Attribute, arch: str = "sm_90") -> bool:
+    """Whether `op` is an attention outside any fused group whose q, k, v and result are
+    f32 and whose problem ``attention_tc`` takes with q, k, v of `element` on `arch`."""
+    from tmlir.schedules.attention_params import AttentionProblem
+    from tmlir.schedules.attention_tc_params import covers
+    from tmlir.schedules.templates import has_tensor_cores
+
+    if not has_tensor_cores(arch) or not isinstance(op.parent_op(), func.FuncOp):
+        return False
+    if not all(isinstance(v.type, TensorType) and isinstance(v.type.get_element_type(), Float32Type)
+               for v in (op.q, op.k, op.v, op.result)):
+        return False
+    return covers(AttentionProblem.of(op), element, arch)
+
+
 @dataclass
 class _Converter:
     """Converts matmul operands to the narrow type, one converted value per original value
@@ -138,8 +159,10 @@ class _Converter:
     values: dict[SSAValue, SSAValue] = field(default_factory=dict)
     entries: dict[str, str] = field(default_factory=dict)  # f32 weight name -> narrow one
 
-    def convert_operands(self, op: graph.MatmulOp | graph.ConvOp) -> None:
-        for index in (0, 1):  # lhs and rhs; input and weight
+    def convert_operands(self, op: Operation, indices: tuple[int, ...] = (0, 1)) -> None:
+        """Narrow `op`'s operands `indices` (a matmul's lhs and rhs, a convolution's input
+        and weight; an attention's q, k and v)."""
+        for index in indices:
             op.operands[index] = self.narrow(op.operands[index])
 
     def narrow(self, value: SSAValue) -> SSAValue:

@@ -46,18 +46,25 @@ import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import DenseArrayBase, Float32Type, MemRefType, i64
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects.builtin import Float32Type, MemRefType
+from xdsl.ir import Operation, SSAValue
 
 from tmlir.dialects import graph, tm
 from tmlir.ir.builder import Index, IRBuilder
-from tmlir.ir.kernel_ops import BRANCH_WEIGHTS
 from tmlir.mapping import repeat, spatial
+from tmlir.schedules import attention_tc
 from tmlir.schedules.attention_params import AttentionParams, AttentionProblem, supports
-from tmlir.schedules.common import broadcast_guards, broadcast_index, f32_memref, kernel_attributes, name_args
-from tmlir.schedules.registry import NoTemplate, schedules
+from tmlir.schedules.common import (
+    broadcast_guards,
+    broadcast_index,
+    f32_memref,
+    kernel_attributes,
+    name_args,
+    weighted_if,
+)
+from tmlir.schedules.registry import BuildTarget, NoTemplate, schedules
 
 __all__ = ["AttentionParams", "AttentionProblem", "attention_kernel", "attention_op_kernel", "supports"]
 
@@ -79,24 +86,18 @@ def attention_kernel(name: str, problem: AttentionProblem, params: AttentionPara
     return kernel
 
 
-@schedules(graph.AttentionOp)
-def attention_op_kernel(name: str, op: Operation) -> tm.KernelOp:
-    """The kernel of a ``graph.attention``."""
+@schedules(graph.AttentionOp, target=True)
+def attention_op_kernel(name: str, op: Operation, target: BuildTarget | None = None) -> tm.KernelOp:
+    """The kernel of a ``graph.attention``: ``attention_tc`` where it takes the op on the
+    target's arch (f16/bf16 q, k, v, sm_80+, D a multiple of 16 and Dv of 8; its operands
+    with a fused prologue gathered), else this template."""
     assert isinstance(op, graph.AttentionOp)
-    return attention_kernel(name, AttentionProblem.of(op))
-
-
-@contextmanager
-def _weighted_if(b: IRBuilder, condition: SSAValue, then: int, other: int) -> Iterator[None]:
-    """``b.if_(condition)`` taken `then` times for every `other` times it is not (for the
-    cost report, ``tm.branch_weights``)."""
-    body = Block()
-    op = scf.IfOp(condition, [], [body])
-    op.attributes[BRANCH_WEIGHTS] = DenseArrayBase.from_list(i64, [then, other])
-    b.insert(op)
-    with b.at(body):
-        yield
-        b.insert(scf.YieldOp())
+    problem = AttentionProblem.of(op)
+    if target is not None and attention_tc.takes(op, target.arch):
+        element = op.q.type.get_element_type()  # type: ignore[attr-defined]
+        return attention_tc.attention_tc_kernel(name, problem, element, arch=target.arch,
+                                                gathered=target.prologue)
+    return attention_kernel(name, problem)
 
 
 class _AttentionBuilder:
@@ -209,7 +210,7 @@ class _AttentionBuilder:
             return nullcontext()
         taken = P.causal_tiles(p)
         total = P.k_tiles(p) * P.q_tiles(p)
-        return _weighted_if(b, b.lt(self.k0, b.add(self.q0, P.block_q), "tile_needed"), taken, total - taken)
+        return weighted_if(b, b.lt(self.k0, b.add(self.q0, P.block_q), "tile_needed"), taken, total - taken)
 
     def key_tile(self) -> None:
         b = self.b

@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
+    DenseArrayBase,
     DictionaryAttr,
     Float32Type,
     IntegerAttr,
@@ -16,12 +18,13 @@ from xdsl.dialects.builtin import (
     StringAttr,
     i64,
 )
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Block, SSAValue
 from xdsl.rewriter import Rewriter
 
 from tmlir import dtypes
 from tmlir.dialects import tm
 from tmlir.ir.builder import Index, IRBuilder
+from tmlir.ir.kernel_ops import BRANCH_WEIGHTS
 from tmlir.ir.vector_ops import vector_widths
 from tmlir.mapping import spatial
 
@@ -82,6 +85,19 @@ def per_element(b: IRBuilder, bid: SSAValue, tid: SSAValue, grid: int, block: in
             if isinstance(value, SSAValue) and value.name_hint is None:
                 value.name_hint = hint
         yield coords
+
+
+@contextmanager
+def weighted_if(b: IRBuilder, condition: SSAValue, then: int, other: int) -> Iterator[None]:
+    """``b.if_(condition)`` taken `then` times for every `other` times it is not (for the
+    cost report, ``tm.branch_weights``; the attention templates' causal key tiles)."""
+    body = Block()
+    op = scf.IfOp(condition, [], [body])
+    op.attributes[BRANCH_WEIGHTS] = DenseArrayBase.from_list(i64, [then, other])
+    b.insert(op)
+    with b.at(body):
+        yield
+        b.insert(scf.YieldOp())
 
 
 def name_args(kernel, names: Sequence[str]) -> None:

@@ -9,7 +9,8 @@ it on candidates before any IR exists. A template without an entry here (or a ha
 kernel) is estimated as a kernel without a k-loop.
 
 **Tensor-core engine** (``matmul_tc``, ``conv2d_tc``): see `tc_kloop`; **small-M
-template** (``matmul_gemv``): see `gemv_kloop`.
+template** (``matmul_gemv``): see `gemv_kloop`; **attention** (``attention``, its key loop):
+see `attention_kloop`, and ``attention_tc``: `attention_tc_kloop`.
 
 **SIMT GEMM, register prefetch** (``stages`` 1, the only kind before issue 27): per step
 and thread ``thread_m * thread_n * block_k`` FFMAs, ``block_k * (thread_m + thread_n) / 4``
@@ -136,7 +137,107 @@ def gemv_kloop(params: Params) -> KLoop:
     return KLoop(int(params["k_steps"]), instructions, threads * unroll * vector * FLOAT_BYTES, depth=1)
 
 
+ATTENTION_COPY_INSTRUCTIONS = 9
+"""Instructions per element the SIMT attention copies into shared memory per key tile:
+the global load, the shared store and the element's index (unravelled, broadcast, guarded)."""
+ATTENTION_SCORE_INSTRUCTIONS = 21
+"""Instructions per score of the SIMT attention's online softmax: the masked score, the
+max, ``exp``, the probability's shared store and the sum (SASS, sm_90: 21 per score, the
+fit of ten tilings)."""
+ATTENTION_BIAS_INSTRUCTIONS = 2
+"""More per score with a bias (its load and add; the index is shared with the mask)."""
+ATTENTION_MASK_INSTRUCTIONS = 2
+"""More per score with a causal mask (the compare and select)."""
+ATTENTION_ROW_INSTRUCTIONS = 6
+"""Instructions per query row and key tile besides its scores: the running max and sum."""
+
+
+def attention_steps(params: Params) -> int:
+    """The key tiles one block of an attention kernel walks: ``ceil(Sk / block_k)``, or with
+    ``causal`` the tiles up to each block's last row, averaged over the blocks (rounded up)."""
+    sq, sk = int(params["Sq"]), int(params["Sk"])
+    bq, bk = int(params["block_q"]), int(params["block_k"])
+    tiles, q_tiles = math.ceil(sk / bk), math.ceil(sq / bq)
+    if not int(params.get("causal", 0)):
+        return tiles
+    walked = sum(min(tiles, math.ceil((qt + 1) * bq / bk)) for qt in range(q_tiles))
+    return math.ceil(walked / q_tiles)
+
+
+def attention_kloop(params: Params) -> KLoop:
+    """The key loop of the SIMT ``attention`` template (``attention.py``) from its header:
+    `attention_steps` steps; per step a thread copies its share of the key and value tiles
+    (`ATTENTION_COPY_INSTRUCTIONS` each), computes ``rows_per_thread x keys_per_thread``
+    scores (D shared loads of each of its rows and keys, one FFMA per pair), runs the online
+    softmax on them (`ATTENTION_SCORE_INSTRUCTIONS` per score, `ATTENTION_ROW_INSTRUCTIONS`
+    and the accumulators' rescale per row) and ``P V`` (per key, shared loads of its rows'
+    probabilities and columns' values, one FFMA per pair); three barriers and
+    `STEP_OVERHEAD`. The loads are not prefetched: one step in flight. Bytes per step: the
+    key and value tiles in f32 (the header has no element type; f16 tensors load half),
+    and the bias tile."""
+    d, dv, sq, sk = int(params["D"]), int(params["Dv"]), int(params["Sq"]), int(params["Sk"])
+    bq, bk, threads = int(params["block_q"]), int(params["block_k"]), int(params["threads"])
+    tr, rq = int(params["threads_per_row"]), int(params["rows_per_thread"])
+    rk, rd = bk // tr, math.ceil(dv / tr)
+    copies = math.ceil((d * bk + bk * rd * tr) / threads)
+    per_score = (ATTENTION_SCORE_INSTRUCTIONS + ATTENTION_BIAS_INSTRUCTIONS * int(params.get("bias", 0))
+                 + ATTENTION_MASK_INSTRUCTIONS * int(params.get("causal", 0)))
+    instructions = (d * (rq + rk + rq * rk) + bk * (rq + rd + rq * rd) + ATTENTION_COPY_INSTRUCTIONS * copies
+                    + rq * rk * per_score + rq * (ATTENTION_ROW_INSTRUCTIONS + rd) + STEP_OVERHEAD)
+    keys = min(bk, sk)
+    tile_bytes = keys * (d + dv) * FLOAT_BYTES + (min(bq, sq) * keys * FLOAT_BYTES if int(params.get("bias", 0)) else 0)
+    return KLoop(attention_steps(params), instructions, tile_bytes, depth=1)
+
+
+ATTENTION_TC_SCORE_INSTRUCTIONS = 11
+"""Instructions per score of ``attention_tc``'s softmax, per lane: the max, ``expf`` of the
+scaled and shifted score (8 of them: CUDA's accurate ``expf``), the sum, the rounding to P.
+With the per-row and per-step terms below, the model is within 6% of the
+instructions a step executes in SASS (sm_90, six tilings of D = 64 and 128)."""
+ATTENTION_TC_ROW_INSTRUCTIONS = 16
+"""Per row of a lane and key tile: the quad's max (two shuffles), the running max, ``exp``
+of the rescale and the running sum."""
+ATTENTION_TC_GATHER_INSTRUCTIONS = 5
+"""Per element of a gathered (prologue-computed) operand's tile: the load, the conversions
+and the shared store (SASS: about 4.4)."""
+
+
+def attention_tc_kloop(params: Params) -> KLoop:
+    """The key loop of ``attention_tc`` (``attention_tc.py``) from its header:
+    `attention_steps` steps; per step and warp the mmas and ``ldmatrix`` of ``S = Q Kᵀ``
+    (``block_k / 8`` n-tiles x ``D / 16`` k-slices) and of ``O += P V`` (``Dv / 8`` x
+    ``block_k / 16``), the softmax on the lane's ``block_k / 2`` scores
+    (`ATTENTION_TC_SCORE_INSTRUCTIONS` each, with the bias and mask costs of the SIMT
+    template) and two rows (`ATTENTION_TC_ROW_INSTRUCTIONS`), the rescale of the ``Dv / 2``
+    accumulators, the block's 16-byte copies of the key and value tiles spread over its
+    threads (or, for a gathered operand, its elements: `ATTENTION_TC_GATHER_INSTRUCTIONS`)
+    and `TC_STEP_OVERHEAD`; ``stages - 1`` tiles in flight when k and v are copied, else
+    one. Tensor FLOPs per step: ``2 block_q block_k (D + Dv)``."""
+    d, dv, sq, sk = int(params["D"]), int(params["Dv"]), int(params["Sq"]), int(params["Sk"])
+    bq, bk, threads = int(params["block_q"]), int(params["block_k"]), int(params["threads"])
+    element = TC_ELEMENTS[str(params["dtype"])][0]
+    nt, dt = bk // 8, dv // 8
+    mmas = nt * (d // 16) + dt * (bk // 16)
+    bias, causal = int(params.get("bias", 0)), int(params.get("causal", 0))
+    per_score = (ATTENTION_TC_SCORE_INSTRUCTIONS + ATTENTION_BIAS_INSTRUCTIONS * bias
+                 + ATTENTION_MASK_INSTRUCTIONS * causal)
+    copied = [str(params.get(f"copy_{n}", "cp16")) == "cp16" for n in "kv"]
+    elements = (bk * d, bk * dv)
+    chunks = sum(n for n, c in zip(elements, copied) if c) * element / 16
+    gathers = sum(n for n, c in zip(elements, copied) if not c)
+    instructions = (2 * mmas + (bk // 2) * per_score + 2 * ATTENTION_TC_ROW_INSTRUCTIONS + dv // 2
+                    + math.ceil(CP_ASYNC_INSTRUCTIONS * chunks / threads)
+                    + math.ceil(ATTENTION_TC_GATHER_INSTRUCTIONS * gathers / threads) + TC_STEP_OVERHEAD)
+    keys = min(bk, sk)
+    tile_bytes = keys * (d + dv) * element + (min(bq, sq) * keys * FLOAT_BYTES if bias else 0)
+    depth = max(1, int(params["stages"]) - 1) if all(copied) else 1
+    return KLoop(attention_steps(params), instructions, tile_bytes, depth=depth,
+                 tensor_flops=2 * bq * bk * (d + dv), tensor=str(params["dtype"]))
+
+
 KLOOPS: dict[str, Callable[[Params], KLoop]] = {
+    "attention": attention_kloop,
+    "attention_tc": attention_tc_kloop,
     "matmul_gemv": gemv_kloop,
     "matmul_simt": simt_kloop,
     # a 1x1 convolution's dense B (conv2d.Conv2dProblem.dense_b) travels in 16-byte chunks
@@ -174,8 +275,9 @@ def register_estimate(template: str, params: Params) -> int | None:
     GEMM's accumulators, two fragment stages, prefetched elements, ~24 for addresses and 8
     more in the cp.async pipeline (as `MatmulSimtParams.register_estimate`), the tensor-core engine's accumulators, one k
     slice of fragments and ~40 (as `MatmulTcParams.register_estimate`); None for other
-    templates. A split-K kernel's last block adds the partial sums one split at a time
-    into its accumulators (``split_k.py``), one split's loads in flight: as many registers
+    templates; the attention templates' from `attention_registers` and
+    `attention_tc_registers`. A split-K kernel's last block adds the partial sums one split
+    at a time into its accumulators (``split_k.py``), one split's loads in flight: as many registers
     again as the accumulators (measured, NVCC 13.0: 87 -> 126-128 for 32 accumulators at
     S = 4 or 6; unrolled over the splits it took 246 at S = 4)."""
     if template not in KLOOPS:
@@ -189,6 +291,10 @@ def register_estimate(template: str, params: Params) -> int | None:
             if rows <= GEMV_VECTOR_A_ROWS:
                 return 24 + rows + unroll * vector + rows * vector * unroll // 2
             return 24 + 2 * rows + unroll * vector
+        if template == "attention":  # accumulators, scores, the unrolled D loop's loads
+            return attention_registers(params)
+        if template == "attention_tc":
+            return attention_tc_registers(params)
         if template in ("matmul_tc", "conv2d_tc"):
             warps_m, warps_n = _pair(params["warps"])
             mm, mn = int(params["block_m"]) // warps_m // 16, int(params["block_n"]) // warps_n // 8
@@ -204,3 +310,43 @@ def register_estimate(template: str, params: Params) -> int | None:
     except (KeyError, ValueError):
         return None
     return min(MAX_REGISTERS_PER_THREAD, acc * (2 if split > 1 else 1) + base)
+
+
+def attention_registers(params: Params) -> int:
+    """Registers per thread of the SIMT attention: its accumulators (``rows x ceil(Dv /
+    threads_per_row)``) and scores, the shared loads of 8 steps of the D loop, which ptxas
+    unrolls by 8 (``8 (rows + keys)``), and ~32 for addresses and the running statistics
+    (ptxas, sm_90, on ten tilings: 40 to 168 registers, the estimate within 24 of the
+    default tilings')."""
+    tr, rq = int(params["threads_per_row"]), int(params["rows_per_thread"])
+    rk, rd = int(params["block_k"]) // tr, math.ceil(int(params["Dv"]) / tr)
+    return min(MAX_REGISTERS_PER_THREAD, rq * rd + rq * rk + 8 * (rq + rk) + 32)
+
+
+def attention_tc_pressure(params: Params) -> int:
+    """Registers ``attention_tc`` needs per thread (spills start near 248 of them): the
+    output and score accumulators (4 per 8-column tile), the query's A fragments (4 words
+    per 16 of D), P's (``block_k / 4`` words), one k slice of key fragments and the value
+    fragments (2 words per tile), ~40 for addresses, the statistics and the loop, and 2 per
+    16-byte copy a thread issues per step in the ``stages - 1`` steps of an unrolled round
+    (ptxas keeps their addresses), 1 per gathered element (its load in flight). Measured on
+    sm_90 over the 16 tilings of D = 64 and 128, copied and gathered: every tiling that
+    spilled is above 248, none below."""
+    d, dv, bk = int(params["D"]), int(params["Dv"]), int(params["block_k"])
+    threads, stages = int(params["threads"]), int(params["stages"])
+    nt, dt = bk // 8, dv // 8
+    copied = [str(params.get(f"copy_{n}", "cp16")) == "cp16" for n in "kv"]
+    per_thread = sum(n / (8 if c else 2) for n, c in zip((bk * d, bk * dv), copied)) / threads
+    fragments = 4 * (nt + dt) + d // 4 + bk // 4 + 2 * (nt + dt)
+    return fragments + 40 + math.ceil(2 * per_thread * max(1, stages - 1))
+
+
+ATTENTION_TC_SLACK = 24
+"""Registers ptxas takes beyond `attention_tc_pressure` where it may (it schedules loads
+early): the sum is within 24 of ptxas' figure on the measured tilings (sm_90)."""
+
+
+def attention_tc_registers(params: Params) -> int:
+    """Registers per thread of ``attention_tc`` (`attention_tc_pressure` and
+    `ATTENTION_TC_SLACK`, at most 255)."""
+    return min(MAX_REGISTERS_PER_THREAD, attention_tc_pressure(params) + ATTENTION_TC_SLACK)

@@ -33,7 +33,9 @@ reductions, softmax, layer norm, pools ``reduction_ops.py`` → ``reduce.py``, `
 data movement                          ``data_movement.py`` (one thread per element)
 ``take``, ``gather_nd``, ...           ``indexing.py`` (run-time indices)
 ``recurrence``                         ``recurrent.py`` (time loop in one kernel, state on chip)
-``attention``                          ``attention.py`` (online softmax, scores on chip)
+``attention``                          ``attention_tc.py`` (tensor cores: f16/bf16 q, k,
+                                       v, D a multiple of 16, Dv of 8; sm_80+), else
+                                       ``attention.py`` (online softmax, scores on chip)
 =====================================  ==================================================
 """
 
@@ -67,7 +69,7 @@ from tmlir.schedules.matmul_gemv import takes as small_m_takes
 from tmlir.schedules.matmul_simt import MatmulProblem, MatmulSimtParams, matmul_simt_kernel
 from tmlir.schedules.matmul_tc import check_problem, matmul_tc_kernel
 from tmlir.schedules.model_choice import REFERENCE_ARCH, default_of
-from tmlir.schedules.registry import NoTemplate, kernel_builder
+from tmlir.schedules.registry import BuildTarget, NoTemplate, kernel_builder, wants_target
 from tmlir.schedules.tc_gemm import MatmulTcParams
 
 FAMILIES = (attention, conv, data_movement, elementwise_functions, indexing, normalization, pool_indices,
@@ -191,8 +193,12 @@ def copied_half_operands(op: Operation, arch: str = DEFAULT_ARCH) -> frozenset[i
     `prologue`: the template then gathers them element by element): both operands of a
     ``matmul_tc`` matmul, the weights of a ``conv2d_tc`` convolution whose K is a multiple of
     the chunk and its input when the im2col matrix is the input itself (a 1x1 stride-1
-    convolution, `conv2d_tc.dense_input`; otherwise the input is gathered). Other templates
-    read half-precision operands widened, element by element, either way."""
+    convolution, `conv2d_tc.dense_input`; otherwise the input is gathered), and the q, k
+    and v of an ``attention_tc`` attention (k unless it is a kᵀ whose Sk is not a multiple of
+    8, ``attention_tc_params.dense_operands``). Other templates read half-precision
+    operands widened, element by element, either way."""
+    if isinstance(op, graph.AttentionOp):
+        return _copied_attention_operands(op, arch)
     try:
         tunable = tunable_problem(op, arch)
     except ValueError:
@@ -209,6 +215,18 @@ def copied_half_operands(op: Operation, arch: str = DEFAULT_ARCH) -> frozenset[i
         return frozenset({i for i, copied in ((0, conv2d_tc.dense_input(problem, element)),
                                               (1, conv2d_tc.dense_weights(problem, element))) if copied})
     return frozenset()
+
+
+def _copied_attention_operands(op: graph.AttentionOp, arch: str) -> frozenset[int]:
+    """The operands of `op` that ``attention_tc`` copies by ``cp.async`` on `arch` (none
+    where it does not take the op)."""
+    from tmlir.schedules.attention_params import AttentionProblem
+    from tmlir.schedules.attention_tc import takes
+    from tmlir.schedules.attention_tc_params import dense_operands
+
+    if not takes(op, arch):
+        return frozenset()
+    return dense_operands(AttentionProblem.of(op))
 
 
 @errors_about_op  # tm-opt then names the op's file:line:col
@@ -268,6 +286,8 @@ def kernel_for(name: str, op: Operation, tuned: TunedParams | None = None,
                                        gathered=gathered)
     elif (builder := kernel_builder(type(op))) is None:
         raise NoTemplate(f"no schedule template for '{op.name}'")
+    elif wants_target(builder):  # the attention: tensor cores or not by arch and operands
+        kernel = builder(name, op, BuildTarget(arch, frozenset(prologue)))  # type: ignore[call-arg]
     else:
         kernel = builder(name, op)
     elements = [v.type.get_element_type() for v in (*op.operands, *op.results)]  # type: ignore[attr-defined]

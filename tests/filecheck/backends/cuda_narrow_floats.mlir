@@ -5,7 +5,8 @@
 // The CUDA C of bfloat16 and float8: each is a struct of its bits (tm_bf16, tm_f8e4m3fn,
 // ...), defined once at the top of the source with its two conversions, which call one
 // generic pair parametrized by the format (exponent bits, mantissa bits, bias, kind: 0
-// IEEE-like, 1 FN, 2 FNUZ); only the types the source uses are defined. Elements are
+// IEEE-like, 1 FN, 2 FNUZ) -- on an sm_80+ GPU bfloat16 takes the hardware's cvt instead,
+// but for a NaN --; only the types the source uses are defined. Elements are
 // computed in float: widened where read, rounded where stored, also by data movement.
 // The file compiles with nvcc without a warning.
 
@@ -13,8 +14,13 @@
 // CHECK:       __device__ __forceinline__ unsigned int tm_float_to_narrow(float f, int E, int M, int bias, int kind) {
 // CHECK:       struct tm_bf16 { unsigned short bits; };
 // CHECK-NEXT:  __device__ __forceinline__ float tm_bf16_to_float(tm_bf16 h) {
+// CHECK-NEXT:  #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+// CHECK-NEXT:    return __uint_as_float((unsigned int)h.bits << 16);
+// CHECK-NEXT:  #else
 // CHECK-NEXT:    return tm_narrow_to_float(h.bits, 8, 7, 127, 0);
 // CHECK:       __device__ __forceinline__ tm_bf16 tm_float_to_bf16(float f) {
+// CHECK:           asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h.bits) : "f"(f));
+// CHECK:         h.bits = (unsigned short)tm_float_to_narrow(f, 8, 7, 127, 0);
 // CHECK:       struct tm_f8e4m3fn { unsigned char bits; };
 // CHECK-NEXT:  __device__ __forceinline__ float tm_f8e4m3fn_to_float(tm_f8e4m3fn h) {
 // CHECK-NEXT:    return tm_narrow_to_float(h.bits, 4, 3, 7, 1);

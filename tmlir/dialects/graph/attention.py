@@ -9,7 +9,9 @@ Operands: ``q`` ``[..., Sq, D]``; ``k`` as stored, ``[..., Sk, D]``, or -- with
 ``k_transposed`` -- ``kᵀ`` ``[..., D, Sk]``; ``v`` ``[..., Sk, Dv]``; an optional additive
 ``bias`` (the mask) that broadcasts to the scores ``[..., Sq, Sk]``. The batch dims of
 ``q``, ``k`` and ``v`` broadcast numpy-style to the result's ``[..., Sq, Dv]``. ``q``, ``k``,
-``v`` and the result share one float type (f32, f16 or bf16); the bias may have another.
+``v`` share one float type (f32, f16 or bf16), and so does the result -- or it is f32
+where they are f16 or bf16 (``graph-mixed-precision``'s attention: half-precision operands,
+f32 math and result); the bias may have another.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ __all__ = [
 ]
 
 _FLOATS = (Float32Type, Float16Type, BFloat16Type)
+_HALVES = (Float16Type, BFloat16Type)
 
 
 def attention_shape(q: Sequence[int], k: Sequence[int], v: Sequence[int],
@@ -147,10 +150,14 @@ class AttentionOp(IRDLOperation):
         element = self.q.type.get_element_type()  # type: ignore[attr-defined]
         if not isinstance(element, _FLOATS):
             raise VerifyException(f"q must have element type f32, f16 or bf16, got {element}")
-        for what, value in (("k", self.k), ("v", self.v), ("result", self.result)):
+        for what, value in (("k", self.k), ("v", self.v)):
             if value.type.get_element_type() != element:  # type: ignore[attr-defined]
                 raise VerifyException(f"q, k, v and result must have the same element type, got "
                                       f"{element} and {value.type.get_element_type()} ({what})")  # type: ignore[attr-defined]
+        result = self.result.type.get_element_type()  # type: ignore[attr-defined]
+        if result != element and not (isinstance(result, Float32Type) and isinstance(element, _HALVES)):
+            raise VerifyException(f"q, k, v and result must have the same element type (or an f32 result of "
+                                  f"f16/bf16 q, k, v), got {element} and {result} (result)")
         if self.bias is not None:
             bias = tensor_shape(self.bias.type, "bias")
             scores = (*batch, sq, sk)

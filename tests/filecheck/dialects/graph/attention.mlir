@@ -28,3 +28,11 @@ func.func @half(%q: tensor<5x4xf16>, %k: tensor<6x4xf16>, %v: tensor<6x3xf16>, %
   %o = graph.attention %q, %k, %v, %b {scale = 1.0 : f64} : (tensor<5x4xf16>, tensor<6x4xf16>, tensor<6x3xf16>, tensor<6xf32>) -> tensor<5x3xf16>
   func.return %o : tensor<5x3xf16>
 }
+
+// graph-mixed-precision's attention: bf16 q, k and v, f32 math and result.
+// CHECK-LABEL: func.func @mixed
+// CHECK-NEXT:    %o = graph.attention %q, %k, %v {scale = 1.250000e-01 : f64} : (tensor<2x8x16xbf16>, tensor<2x8x16xbf16>, tensor<2x8x16xbf16>) -> tensor<2x8x16xf32>
+func.func @mixed(%q: tensor<2x8x16xbf16>, %k: tensor<2x8x16xbf16>, %v: tensor<2x8x16xbf16>) -> tensor<2x8x16xf32> {
+  %o = graph.attention %q, %k, %v {scale = 0.125 : f64} : (tensor<2x8x16xbf16>, tensor<2x8x16xbf16>, tensor<2x8x16xbf16>) -> tensor<2x8x16xf32>
+  func.return %o : tensor<2x8x16xf32>
+}

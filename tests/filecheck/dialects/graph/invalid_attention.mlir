@@ -82,6 +82,14 @@ func.func @element_types(%q: tensor<16x8xf32>, %k: tensor<12x8xf16>, %v: tensor<
 
 // -----
 
+func.func @narrower_result(%q: tensor<16x8xf32>, %k: tensor<12x8xf32>, %v: tensor<12x8xf32>) {
+  // expected-error@+1 {{q, k, v and result must have the same element type (or an f32 result of f16/bf16 q, k, v), got f32 and f16 (result)}}
+  %o = graph.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<16x8xf32>, tensor<12x8xf32>, tensor<12x8xf32>) -> tensor<16x8xf16>
+  func.return
+}
+
+// -----
+
 func.func @integers(%q: tensor<16x8xi32>, %k: tensor<12x8xi32>, %v: tensor<12x8xi32>) {
   // expected-error@+1 {{q must have element type f32, f16 or bf16, got i32}}
   %o = graph.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<16x8xi32>, tensor<12x8xi32>, tensor<12x8xi32>) -> tensor<16x8xi32>
