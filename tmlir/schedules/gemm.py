@@ -30,9 +30,11 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from xdsl.ir import SSAValue
+from xdsl.dialects import arith
+from xdsl.ir import Attribute, SSAValue
 
-from tmlir.ir.builder import Index
+from tmlir.ir.builder import Index, IRBuilder
+from tmlir.schedules.common import broadcast_guards, broadcast_index
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,24 @@ ElementLoad = Callable[[Index, Index], SSAValue]
 ElementAddress = Callable[[Index, Index], tuple[list[Index], SSAValue | None]]
 #: Writes element ``(row, col)`` of the result from its accumulated sum.
 ResultStore = Callable[[Index, Index, SSAValue], None]
+
+
+def store_result(b: IRBuilder, problem: MatmulProblem, c: SSAValue, bias: SSAValue | None,
+                 coords: list[Index], value: SSAValue, guarded: set[int], element: Attribute) -> None:
+    """The matmul epilogue every GEMM template shares: ``alpha * value + beta * bias`` (the
+    bias broadcast to C, loaded with the guards of C's `guarded` dims that it has) stored
+    into C at `coords` (batch coordinates, row, column) under those guards; constants of
+    `element`, the type the template computes in."""
+    p = problem
+    if p.alpha != 1.0:
+        value = b.fop(arith.MulfOp, value, b.constant(p.alpha, element))
+    if bias is not None and p.bias_shape is not None:
+        bv = b.load(bias, broadcast_index(coords, p.out_shape, p.bias_shape),
+                    broadcast_guards(p.out_shape, p.bias_shape, guarded), name="bias")
+        if p.beta != 1.0:
+            bv = b.fop(arith.MulfOp, bv, b.constant(p.beta, element))
+        value = b.fop(arith.AddfOp, value, bv)
+    b.store(value, c, coords, sorted(guarded))
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
+from xdsl.dialects.builtin import Float32Type
 from xdsl.ir import SSAValue
 
 from tmlir.dialects import tm
@@ -66,12 +67,12 @@ from tmlir.gpu_limits import WARP_SIZE
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.mapping import repeat, spatial
 from tmlir.schedules.common import (
-    broadcast_guards,
     broadcast_index,
     f32_memref,
     kernel_attributes,
     name_args,
 )
+from tmlir.schedules.gemm import store_result
 from tmlir.schedules.matmul_gemv_params import (
     MATMUL_GEMV_SPACE,
     MAX_ROWS,
@@ -138,17 +139,8 @@ class _Operands:
         overhang it."""
         p, b = self.problem, self.b
         batch, i = self._row(r)
-        if p.alpha != 1.0:
-            value = b.fop(arith.MulfOp, value, b.f32(p.alpha))
-        coords = [*batch, i, col]
         guarded = {len(p.out_shape) - 1} if self.guard_n else set()
-        if self.bias is not None and p.bias_shape is not None:
-            bias = b.load(self.bias, broadcast_index(coords, p.out_shape, p.bias_shape),
-                          broadcast_guards(p.out_shape, p.bias_shape, guarded), name="bias")
-            if p.beta != 1.0:
-                bias = b.fop(arith.MulfOp, bias, b.f32(p.beta))
-            value = b.fop(arith.AddfOp, value, bias)
-        b.store(value, self.c, coords, sorted(guarded))
+        store_result(b, p, self.c, self.bias, [*batch, i, col], value, guarded, Float32Type())
 
 
 def matmul_gemv_kernel(name: str, problem: MatmulProblem, params: MatmulGemvParams,

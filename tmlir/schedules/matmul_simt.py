@@ -31,7 +31,6 @@ import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import Float32Type, MemRefType, f32
 from xdsl.ir import Attribute, SSAValue
 
@@ -48,12 +47,11 @@ from tmlir.gpu_limits import (
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.mapping import TaskMapping, repeat, spatial
 from tmlir.schedules.common import (
-    broadcast_guards,
     broadcast_index,
     kernel_attributes,
     name_args,
 )
-from tmlir.schedules.gemm import ElementLoad, GemmOperand, GemmOperands, MatmulProblem, ResultStore
+from tmlir.schedules.gemm import ElementLoad, GemmOperand, GemmOperands, MatmulProblem, ResultStore, store_result
 from tmlir.schedules.kloops import k_steps, single_step_fragments
 from tmlir.schedules.simt_copies import (
     CHUNK,
@@ -187,8 +185,8 @@ class MatmulSimtParams:
         addresses; the pipeline keeps ~8 more for its copies' addresses and predicates
         (as ``kloops.register_estimate``; split-K's last block adds the partial sums into
         the accumulators one split at a time, whose loads ptxas issues together: as many
-        registers again as the accumulators). Not capped (the space rejects past 255). For `problem`, a pipelined kernel whose split
-        walks one k-tile is straight-line code, and ptxas may hoist every fragment of the
+        registers again as the accumulators). Not capped (the space rejects past 255). For
+        `problem`, a pipelined kernel whose split walks one k-tile is straight-line code, and ptxas may hoist every fragment of the
         tile (`single_step_fragments`): the latency model's default avoids such candidates
         past 255 (a pin or the tuner may still take them; ptxas' report shows the spills)."""
         fragments = single_step_fragments(self.thread_m, self.thread_n, self.block_k) \
@@ -301,17 +299,7 @@ def matmul_simt_kernel(name: str, problem: MatmulProblem, params: MatmulSimtPara
             return b.load(bmat, b_index(col, k), b_guard)
 
         def store_c(row: Index, col: Index, value: SSAValue) -> None:
-            if p.alpha != 1.0:
-                value = b.fop(arith.MulfOp, value, b.constant(p.alpha, element))
-            out_coords = [*batch_coords, row, col]
-            if bias is not None and p.bias_shape is not None:
-                index = broadcast_index(out_coords, p.out_shape, p.bias_shape)
-                guards = broadcast_guards(p.out_shape, p.bias_shape, guarded_out)
-                bv = b.load(bias, index, guards, name="bias")
-                if p.beta != 1.0:
-                    bv = b.fop(arith.MulfOp, bv, b.constant(p.beta, element))
-                value = b.fop(arith.AddfOp, value, bv)
-            b.store(value, c, out_coords, sorted(guarded_out))
+            store_result(b, p, c, bias, [*batch_coords, row, col], value, guarded_out, element)
 
         a_op = _dense(not p.transpose_lhs, load_a, a, a_index, p.transpose_lhs and p.m % CHUNK == 0,
                       0 in gathered)

@@ -34,14 +34,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Collection, Sequence
 
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, MemRefType
 from xdsl.ir import Attribute, SSAValue
 
 from tmlir.dialects import tm
 from tmlir.gpu_limits import MAX_REGISTERS_PER_THREAD, max_shared_bytes
 from tmlir.ir.builder import Index, IRBuilder
-from tmlir.schedules.common import broadcast_guards, broadcast_index, kernel_attributes, name_args
+from tmlir.schedules.common import broadcast_index, kernel_attributes, name_args
+from tmlir.schedules.gemm import store_result
 from tmlir.schedules.matmul_simt import REFERENCE_SMS, MatmulProblem
 from tmlir.schedules.registry import NoTemplate
 from tmlir.schedules.space import Constraint, Param, Space
@@ -110,16 +110,7 @@ def matmul_tc_kernel(name: str, problem: MatmulProblem, params: MatmulTcParams,
             return [*b_batch, *((col, k) if p.transpose_rhs else (k, col))]
 
         def store_c(row: Index, col: Index, value: SSAValue) -> None:
-            if p.alpha != 1.0:
-                value = b.fop(arith.MulfOp, value, b.constant(p.alpha, f32))
-            out_coords = [*batch_coords, row, col]
-            if bias is not None and p.bias_shape is not None:
-                bv = b.load(bias, broadcast_index(out_coords, p.out_shape, p.bias_shape),
-                            broadcast_guards(p.out_shape, p.bias_shape, guarded_out), name="bias")
-                if p.beta != 1.0:
-                    bv = b.fop(arith.MulfOp, bv, b.constant(p.beta, f32))
-                value = b.fop(arith.AddfOp, value, bv)
-            b.store(value, c, out_coords, sorted(guarded_out))
+            store_result(b, p, c, bias, [*batch_coords, row, col], value, guarded_out, f32)
 
         def a_index(row: Index, k: Index) -> list[Index]:
             return [*a_batch, row, k]

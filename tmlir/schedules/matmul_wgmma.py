@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, MemRefType
 from xdsl.ir import Attribute, SSAValue
 
@@ -33,8 +32,8 @@ from tmlir.gpu_limits import max_shared_bytes
 from tmlir.gpus import gpu
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.latency import estimate
-from tmlir.schedules.common import broadcast_guards, broadcast_index, kernel_attributes, name_args
-from tmlir.schedules.gemm import MatmulProblem
+from tmlir.schedules.common import broadcast_index, kernel_attributes, name_args
+from tmlir.schedules.gemm import MatmulProblem, store_result
 from tmlir.schedules.matmul_wgmma_params import MatmulWgmmaParams, wgmma_element, wgmma_space
 from tmlir.schedules.registry import NoTemplate
 from tmlir.schedules.tc_gemm import TcOperand, TcOperands
@@ -100,16 +99,7 @@ def matmul_wgmma_kernel(name: str, problem: MatmulProblem, params: MatmulWgmmaPa
             return [*b_batch, *((col, k) if p.transpose_rhs else (k, col))]
 
         def store_c(row: Index, col: Index, value: SSAValue) -> None:
-            if p.alpha != 1.0:
-                value = b.fop(arith.MulfOp, value, b.constant(p.alpha, f32))
-            out_coords = [*batch_coords, row, col]
-            if bias is not None and p.bias_shape is not None:
-                bv = b.load(bias, broadcast_index(out_coords, p.out_shape, p.bias_shape),
-                            broadcast_guards(p.out_shape, p.bias_shape, guarded_out), name="bias")
-                if p.beta != 1.0:
-                    bv = b.fop(arith.MulfOp, bv, b.constant(p.beta, f32))
-                value = b.fop(arith.AddfOp, value, bv)
-            b.store(value, c, out_coords, sorted(guarded_out))
+            store_result(b, p, c, bias, [*batch_coords, row, col], value, guarded_out, f32)
 
         return TcOperands(TcOperand(True, a, a_index), TcOperand(p.transpose_rhs, bmat, b_index), store_c)
 
