@@ -55,9 +55,8 @@ from tmlir.dialects import graph, tm
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.mapping import repeat, spatial
 from tmlir.schedules import attention_tc
-from tmlir.schedules.attention_params import AttentionParams, AttentionProblem, supports
+from tmlir.schedules.attention_params import AttentionParams, AttentionProblem, mask_score, supports
 from tmlir.schedules.common import (
-    broadcast_guards,
     broadcast_index,
     f32_memref,
     kernel_attributes,
@@ -247,23 +246,7 @@ class _AttentionBuilder:
         row = b.add(self.q0, self.row(i), "row")
         key = b.add(self.k0, b.add(b.mul(jj, P.threads_per_row), self.t), "key")
         x = b.load(self.s, [i, jj], name="x")
-        if self.bias is not None and p.bias_shape is not None:
-            coords = [*self.batch, row, key]
-            rank = len(p.scores_shape)
-            partial = {d for d, g in ((rank - 2, p.sq % P.block_q), (rank - 1, p.sk % P.block_k)) if g}
-            shape = p.bias_shape or (1,)  # a rank-0 bias is stored as one element
-            index = broadcast_index(coords, p.scores_shape, shape) if p.bias_shape else [0]
-            guard = broadcast_guards(p.scores_shape, shape, partial) if p.bias_shape else []
-            x = b.fop(arith.AddfOp, x, b.load(self.bias, index, guard, name="mask"))
-        valid = []
-        if p.sk % P.block_k:
-            valid.append(b.lt(key, p.sk, "key_ok"))
-        if p.causal:
-            valid.append(b.lt(key, b.add(row, 1), "seen"))
-        condition = b.all_of(valid)
-        if condition is not None:
-            x = b.fop(arith.SelectOp, condition, x, b.f32(-math.inf), name="x")
-        return x
+        return mask_score(b, p, (P.block_q, P.block_k), self.bias, self.batch, row, key, x)
 
     def butterfly(self, value: SSAValue, op_type: type[Operation], name: str) -> SSAValue:
         """``value op= shuffle xor value, m`` for m = threads_per_row / 2, ..., 1: the row

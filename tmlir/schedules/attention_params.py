@@ -12,11 +12,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
 from tmlir.dialects import graph
 from tmlir.gpu_limits import MAX_STATIC_SHARED_BYTES, MAX_THREADS_PER_BLOCK, WARP_SIZE
+from tmlir.ir.builder import Index, IRBuilder
+from tmlir.schedules.common import broadcast_guards, broadcast_index
 from tmlir.schedules.matmul_simt import REFERENCE_SMS
 
 __all__ = ["AttentionParams", "AttentionProblem", "supports"]
@@ -205,3 +208,27 @@ def supports(problem: AttentionProblem) -> bool:
     tiles that fit."""
     sizes = (problem.batch, problem.sq, problem.sk, problem.d, problem.dv)
     return min(sizes) > 0 and AttentionParams.default_for(problem) is not None
+
+
+def mask_score(b: IRBuilder, p: AttentionProblem, tile: tuple[int, int], bias: SSAValue | None,
+               batch: list[Index], row: Index, key: Index, x: SSAValue) -> SSAValue:
+    """Score `x` of query `row` and `key` (batch coordinates `batch`) as both attention
+    templates mask it: plus the bias (broadcast to the scores; guarded along a dim the
+    ``block_q x block_k`` `tile` overhangs; a rank-0 bias is one element), and ``-inf`` for
+    a key past ``Sk`` or, causal, after the row."""
+    if bias is not None and p.bias_shape is not None:
+        rank = len(p.scores_shape)
+        partial = {d for d, g in ((rank - 2, p.sq % tile[0]), (rank - 1, p.sk % tile[1])) if g}
+        shape = p.bias_shape or (1,)  # a rank-0 bias is stored as one element
+        index = broadcast_index([*batch, row, key], p.scores_shape, shape) if p.bias_shape else [0]
+        guard = broadcast_guards(p.scores_shape, shape, partial) if p.bias_shape else []
+        x = b.fop(arith.AddfOp, x, b.load(bias, index, guard, name="mask"))
+    valid = []
+    if p.sk % tile[1]:
+        valid.append(b.lt(key, p.sk, "key_ok"))
+    if p.causal:
+        valid.append(b.lt(key, b.add(row, 1), "seen"))
+    condition = b.all_of(valid)
+    if condition is not None:
+        x = b.fop(arith.SelectOp, condition, x, b.f32(-math.inf), name="x")
+    return x

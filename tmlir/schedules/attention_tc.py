@@ -66,7 +66,7 @@ from tmlir.gpu_limits import CP_ASYNC_ARCH, WARP_SIZE, arch_number
 from tmlir.ir.builder import Index, IRBuilder
 from tmlir.layout import chunk_swizzle
 from tmlir.mapping import repeat, spatial
-from tmlir.schedules.attention_params import AttentionProblem
+from tmlir.schedules.attention_params import AttentionProblem, mask_score
 from tmlir.schedules.attention_tc_params import (
     CHUNK,
     MMA_K,
@@ -79,7 +79,7 @@ from tmlir.schedules.attention_tc_params import (
     default_for,
     half_dtype,
 )
-from tmlir.schedules.common import broadcast_guards, broadcast_index, kernel_attributes, name_args, weighted_if
+from tmlir.schedules.common import broadcast_index, kernel_attributes, name_args, weighted_if
 
 __all__ = ["AttentionTcParams", "attention_tc_kernel", "p_half_source", "takes"]
 
@@ -365,22 +365,7 @@ class _Builder:
         x = b.load(self.s, [nt, b.add(b.mul(h, 2), e)], name="x")
         if p.scale != 1.0 and not self.late_scale:
             x = b.fop(arith.MulfOp, x, b.f32(p.scale), name="x")
-        if self.bias is not None and p.bias_shape is not None:
-            rank = len(p.scores_shape)
-            partial = {d for d, g in ((rank - 2, p.sq % P.block_q), (rank - 1, p.sk % P.block_k)) if g}
-            shape = p.bias_shape or (1,)
-            index = broadcast_index([*self.batch, row, key], p.scores_shape, shape) if p.bias_shape else [0]
-            guard = broadcast_guards(p.scores_shape, shape, partial) if p.bias_shape else []
-            x = b.fop(arith.AddfOp, x, b.load(self.bias, index, guard, name="mask"))
-        valid = []
-        if p.sk % P.block_k:
-            valid.append(b.lt(key, p.sk, "key_ok"))
-        if p.causal:
-            valid.append(b.lt(key, b.add(row, 1), "seen"))
-        condition = b.all_of(valid)
-        if condition is not None:
-            x = b.fop(arith.SelectOp, condition, x, b.f32(-math.inf), name="x")
-        return x
+        return mask_score(b, p, (P.block_q, P.block_k), self.bias, self.batch, row, key, x)
 
     def quad(self, value: SSAValue, op_type: type[Operation], name: str) -> SSAValue:
         """`value` combined over the 4 lanes of the quad (``shuffle xor`` 1, then 2)."""
